@@ -1,0 +1,376 @@
+"""Reading Bub tapes and rendering them as numbered transcripts for the extractor.
+
+Two jobs, both tolerant of bad input:
+
+* :func:`read_tape_file` reads a Bub tape JSONL file (or :func:`coerce_entries`
+  takes in-memory ``bub.tape.Entry`` objects or dicts). A malformed line, an
+  unknown kind, a missing field, a non-dict payload or undecodable bytes never
+  stops the reader: the line is skipped, and a :class:`ReadIssue` naming it is
+  recorded in the :class:`ReadReport` and logged.
+* :func:`render_transcript` turns entries into :class:`TranscriptLine` objects,
+  one per entry that carries conversation: user and assistant messages (with
+  bub's ``sender_id=...|channel=...`` header and date line stripped), tool calls,
+  tool results and anchors. System prompts, loop events and errors are dropped.
+  Each line starts with ``[<entry id>]`` so the model's evidence can point back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bub_semantic_memory.errors import TapeReadError
+
+__all__ = [
+    "KNOWN_KINDS",
+    "Entry",
+    "LineLimits",
+    "ReadIssue",
+    "ReadReport",
+    "Transcript",
+    "TranscriptLine",
+    "coerce_entries",
+    "read_tape_file",
+    "render_transcript",
+    "strip_bub_header",
+]
+
+logger = logging.getLogger(__name__)
+
+KNOWN_KINDS = frozenset({"anchor", "event", "system", "message", "tool_call", "tool_result", "error"})
+_HEADER_LINE = re.compile(r"^[A-Za-z_][\w]*=[^|\n]*(?:\|[A-Za-z_][\w]*=[^|\n]*)*$")
+_DATE_LINE = re.compile(r"^---Date: [^\n]*---$")
+_DEFAULT_SENDERS = frozenset({"", "human", "user", "default"})
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One tape entry: the same shape as ``bub.tape.Entry``.
+
+    Kept separate so that reading and extracting tapes does not import bub (whose
+    import loads a ``.env`` file); bub's own entries are accepted wherever these are.
+    """
+
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    meta: dict[str, Any] = field(default_factory=dict)
+    date: str = ""
+
+
+@dataclass(frozen=True)
+class ReadIssue:
+    """One skipped or degraded piece of input: where it was and why."""
+
+    reason: str
+    message: str
+    line: int | None = None
+    entry_id: int | None = None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line is not None else f"entry {self.entry_id}"
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class ReadReport:
+    """What a read or render skipped, truncated or repaired, counted by reason."""
+
+    source: str = "<memory>"
+    entries: int = 0
+    issues: list[ReadIssue] = field(default_factory=list)
+
+    def add(self, issue: ReadIssue) -> None:
+        """Record and log one issue."""
+        self.issues.append(issue)
+        logger.warning("%s: %s", self.source, issue)
+
+    @property
+    def counts(self) -> Counter[str]:
+        """Issues by reason (``malformed_json``, ``unknown_kind``, ``truncated``...)."""
+        return Counter(issue.reason for issue in self.issues)
+
+
+def read_tape_file(path: Path, *, report: ReadReport | None = None) -> tuple[list[Entry], ReadReport]:
+    """Read a Bub tape JSONL file, skipping (and reporting) what cannot be used.
+
+    Raises:
+        TapeReadError: the file cannot be opened at all.
+    """
+    report = report if report is not None else ReadReport(source=str(path))
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise TapeReadError(f"cannot read tape {path}: {exc.strerror or exc}") from exc
+    entries: list[Entry] = []
+    for number, raw_line in enumerate(raw.split(b"\n"), start=1):
+        if not raw_line.strip():
+            continue
+        try:
+            line = raw_line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            report.add(
+                ReadIssue(
+                    "invalid_utf8", f"invalid UTF-8 at byte {exc.start}; undecodable bytes replaced", number
+                )
+            )
+            line = raw_line.decode("utf-8", errors="replace")
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            report.add(ReadIssue("malformed_json", f"not valid JSON ({exc.msg}); line skipped", number))
+            continue
+        entry = _entry_from_dict(data, report, line=number)
+        if entry is not None:
+            entries.append(entry)
+    report.entries = len(entries)
+    return entries, report
+
+
+def coerce_entries(
+    items: Iterable[Any], *, report: ReadReport | None = None
+) -> tuple[list[Entry], ReadReport]:
+    """Accept :class:`Entry` or ``bub.tape.TapeEntry`` objects, or dicts (validated like file lines)."""
+    report = report if report is not None else ReadReport()
+    entries: list[Entry] = []
+    for index, item in enumerate(items, start=1):
+        data = item if isinstance(item, Mapping) else _fields_of(item)
+        entry = _entry_from_dict(data, report, line=index)
+        if entry is not None:
+            entries.append(entry)
+    report.entries = len(entries)
+    return entries, report
+
+
+def _fields_of(item: object) -> object:
+    if all(hasattr(item, name) for name in ("id", "kind", "payload")):
+        return {name: getattr(item, name, None) for name in ("id", "kind", "payload", "meta", "date")}
+    return item
+
+
+def _entry_from_dict(data: object, report: ReadReport, *, line: int) -> Entry | None:
+    if not isinstance(data, Mapping):
+        report.add(
+            ReadIssue("not_an_object", f"expected a JSON object, got {type(data).__name__}; skipped", line)
+        )
+        return None
+    entry_id, kind, payload = data.get("id"), data.get("kind"), data.get("payload")
+    if not isinstance(entry_id, int) or isinstance(entry_id, bool):
+        report.add(ReadIssue("missing_field", "missing or non-integer 'id'; skipped", line))
+        return None
+    if not isinstance(kind, str):
+        report.add(ReadIssue("missing_field", "missing or non-string 'kind'; skipped", line, entry_id))
+        return None
+    if kind not in KNOWN_KINDS:
+        report.add(ReadIssue("unknown_kind", f"unknown kind {kind!r}; skipped", line, entry_id))
+        return None
+    if not isinstance(payload, Mapping):
+        report.add(
+            ReadIssue(
+                "bad_payload", f"payload is {type(payload).__name__}, not an object; skipped", line, entry_id
+            )
+        )
+        return None
+    meta = data.get("meta")
+    date = data.get("date")
+    return Entry(
+        id=entry_id,
+        kind=kind,
+        payload=dict(payload),
+        meta=dict(meta) if isinstance(meta, Mapping) else {},
+        date=date if isinstance(date, str) else "",
+    )
+
+
+@dataclass(frozen=True)
+class LineLimits:
+    """Character limits per rendered line; longer text is cut with a marker."""
+
+    message: int = 4000
+    tool_arguments: int = 600
+    tool_result: int = 1500
+    anchor_state: int = 300
+
+
+@dataclass(frozen=True)
+class TranscriptLine:
+    """One rendered entry: ``[<entry_id>] <speaker>: <text>``."""
+
+    entry_id: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """Rendered lines in tape order."""
+
+    lines: tuple[TranscriptLine, ...]
+
+    @property
+    def entry_ids(self) -> list[int]:
+        return [line.entry_id for line in self.lines]
+
+    def text(self) -> str:
+        """The lines joined with newlines, as sent to the model."""
+        return "\n".join(line.text for line in self.lines)
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+
+def strip_bub_header(content: str) -> tuple[str, str | None]:
+    """Remove bub's ``key=value|...`` context line and ``---Date: ...---`` line from user content.
+
+    Returns the remaining text and the ``sender_id`` from the header, if any.
+    """
+    lines = content.split("\n")
+    sender: str | None = None
+    if lines and _HEADER_LINE.match(lines[0]) and "=" in lines[0]:
+        fields = dict(part.split("=", 1) for part in lines[0].split("|"))
+        sender = fields.get("sender_id")
+        lines = lines[1:]
+    if lines and _DATE_LINE.match(lines[0]):
+        lines = lines[1:]
+    return "\n".join(lines).strip(), sender
+
+
+def render_transcript(
+    entries: Iterable[Entry],
+    *,
+    limits: LineLimits | None = None,
+    redact: Callable[[str], str] | None = None,
+    report: ReadReport | None = None,
+) -> Transcript:
+    """Render conversation-bearing entries as numbered lines.
+
+    Args:
+        limits: per-line character limits; oversize text is truncated and reported.
+        redact: applied to every line before it leaves this function (secrets).
+        report: collects truncation notes.
+    """
+    limits = limits or LineLimits()
+    report = report if report is not None else ReadReport()
+    lines: list[TranscriptLine] = []
+    pending_calls: list[str] = []
+    for entry in entries:
+        text: str | None = None
+        match entry.kind:
+            case "message":
+                text = _render_message(entry, limits, report)
+            case "tool_call":
+                text, pending_calls = _render_tool_call(entry, limits, report)
+            case "tool_result":
+                text = _render_tool_result(entry, pending_calls, limits, report)
+                pending_calls = []
+            case "anchor":
+                text = _render_anchor(entry, limits, report)
+        if not text:
+            continue
+        line = f"[{entry.id}] {text}"
+        if redact is not None:
+            line = redact(line)
+        lines.append(TranscriptLine(entry_id=entry.id, text=line))
+    return Transcript(lines=tuple(lines))
+
+
+def _truncate(text: str, limit: int, entry_id: int, what: str, report: ReadReport) -> str:
+    if len(text) <= limit:
+        return text
+    cut = len(text) - limit
+    report.add(
+        ReadIssue(
+            "truncated", f"{what} of {len(text):,} characters truncated to {limit:,}", entry_id=entry_id
+        )
+    )
+    return f"{text[:limit]} …[{cut:,} characters truncated]"
+
+
+def _content_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
+        return "\n".join(str(p) for p in parts)
+    return ""
+
+
+def _render_message(entry: Entry, limits: LineLimits, report: ReadReport) -> str | None:
+    role = entry.payload.get("role")
+    text = _content_text(entry.payload.get("content")).strip()
+    if role == "user":
+        text, sender = strip_bub_header(text)
+        speaker = "user" if sender is None or sender.lower() in _DEFAULT_SENDERS else f"user ({sender})"
+    elif role == "assistant":
+        speaker = "assistant"
+    else:
+        return None
+    if not text:
+        return None
+    return f"{speaker}: {_truncate(_one_line(text), limits.message, entry.id, 'message', report)}"
+
+
+def _one_line(text: str) -> str:
+    # Keep each entry on one line so "[id]" prefixes stay unambiguous.
+    return " ⏎ ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def _render_tool_call(entry: Entry, limits: LineLimits, report: ReadReport) -> tuple[str | None, list[str]]:
+    calls = entry.payload.get("calls")
+    rendered: list[str] = []
+    names: list[str] = []
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):
+            continue
+        name = str(function.get("name") or "?")
+        arguments = function.get("arguments")
+        args_text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+        names.append(name)
+        rendered.append(
+            f"{name}({_truncate(args_text, limits.tool_arguments, entry.id, 'tool arguments', report)})"
+        )
+    content = _content_text(entry.payload.get("content")).strip()
+    if not rendered and not content:
+        return None, names
+    prefix = f"assistant: {_one_line(content)} ⏎ " if content else "assistant "
+    return f"{prefix}called {'; '.join(rendered)}", names
+
+
+def _render_tool_result(
+    entry: Entry, pending_calls: list[str], limits: LineLimits, report: ReadReport
+) -> str | None:
+    results = entry.payload.get("results")
+    if not isinstance(results, list) or not results:
+        return None
+    parts: list[str] = []
+    for index, result in enumerate(results):
+        name = pending_calls[index] if index < len(pending_calls) else "tool"
+        text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+        text = _truncate(_one_line(text), limits.tool_result, entry.id, "tool result", report)
+        parts.append(f"{name} returned: {text}")
+    return "tool: " + " ⏎ ".join(parts)
+
+
+def _render_anchor(entry: Entry, limits: LineLimits, report: ReadReport) -> str | None:
+    name = entry.payload.get("name")
+    state = entry.payload.get("state")
+    if not isinstance(name, str) or not name:
+        return None
+    if name == "session/start" and (not isinstance(state, Mapping) or set(state) <= {"owner"}):
+        return None  # bub's bootstrap anchor carries nothing to remember.
+    summary = ""
+    if isinstance(state, Mapping) and state and set(state) != {"owner"}:
+        summary = ": " + _truncate(
+            json.dumps(state, ensure_ascii=False, default=str),
+            limits.anchor_state,
+            entry.id,
+            "anchor state",
+            report,
+        )
+    return f"anchor {name}{summary}"

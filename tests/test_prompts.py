@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bub_semantic_memory.errors import PromptFormatError, PromptIntegrityError, PromptNotFoundError
+from bub_semantic_memory.prompts import PromptLibrary, parse_prompt_ref
+from tests.conftest import REPO
+
+
+@pytest.fixture
+def library(tmp_path: Path) -> PromptLibrary:
+    root = tmp_path / "prompts"
+    shutil.copytree(REPO / "prompts", root)
+    return PromptLibrary(root)
+
+
+def test_bundled_released_versions_match_their_recorded_sha256() -> None:
+    library = PromptLibrary()
+    assert library.manifest().released, "the shipped prompts must record their released versions"
+    assert library.verify() == []
+
+
+def test_every_bundled_version_loads_and_renders() -> None:
+    library = PromptLibrary()
+    for name in library.names():
+        for version in library.versions(name):
+            template = library.load(f"{name}@{version}")
+            messages = template.render(
+                transcript="[1] user: hi", context="", known_entities=[], step="all", entities=[]
+            )
+            assert messages[-1]["role"] == "user" and "[1] user: hi" in messages[-1]["content"]
+
+
+def test_parse_prompt_ref_accepts_versions_latest_and_promoted() -> None:
+    assert parse_prompt_ref("extract@2") == ("extract", "2")
+    assert parse_prompt_ref("extract@latest") == ("extract", "latest")
+    assert parse_prompt_ref("extract") == ("extract", "")
+    with pytest.raises(PromptNotFoundError):
+        parse_prompt_ref("extract@two")
+
+
+def test_load_resolves_latest_and_exposes_the_file_sha256(library: PromptLibrary) -> None:
+    latest = library.load("extract@latest")
+    assert latest.version == max(library.versions("extract"))
+    import hashlib
+
+    assert latest.sha256 == hashlib.sha256(latest.path.read_bytes()).hexdigest()
+    assert latest.ref.sha256 == latest.sha256
+
+
+def test_unknown_version_names_the_available_ones(library: PromptLibrary) -> None:
+    with pytest.raises(PromptNotFoundError, match=r"extract@99 does not exist \(available: extract@1"):
+        library.load("extract@99")
+
+
+def test_editing_a_released_version_is_refused(library: PromptLibrary) -> None:
+    released = next(iter(library.manifest().released))
+    path = library.root / "extract" / f"v{released.split('@')[1]}.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\n<!-- edited -->\n", encoding="utf-8")
+    with pytest.raises(PromptIntegrityError, match="released versions are immutable"):
+        library.load(released)
+    assert library.verify() and released in library.verify()[0]
+
+
+def test_new_version_is_an_editable_unreleased_copy(library: PromptLibrary) -> None:
+    before = library.versions("extract")
+    path = library.new_version("extract", base="extract@1")
+    assert library.versions("extract") == [*before, before[-1] + 1]
+    template = library.load(f"extract@{before[-1] + 1}")
+    assert template.ontology == library.load("extract@1").ontology
+    assert str(template) not in library.manifest().released
+    path.write_text(path.read_text(encoding="utf-8").replace("Rules:", "Rules (edited):"), encoding="utf-8")
+    assert library.load(str(template)).sha256 != library.load("extract@1").sha256
+
+
+def test_promote_records_version_model_and_scores(library: PromptLibrary) -> None:
+    template = library.load("extract@1")
+    library.promote(template, model="gpt-x", scores={"entity_f1": 0.8}, baseline=None, tolerance=0.02)
+    manifest = library.manifest()
+    assert manifest.promoted["extract"].version == 1
+    assert manifest.promoted["extract"].model == "gpt-x"
+    assert library.load("extract").version == 1
+    assert library.load("extract@promoted").version == 1
+
+
+def test_a_prompt_without_front_matter_is_a_format_error(library: PromptLibrary) -> None:
+    bad = library.root / "extract" / "v50.md"
+    bad.write_text("no front matter\n=== user ===\nhi\n", encoding="utf-8")
+    with pytest.raises(PromptFormatError, match="missing YAML front matter"):
+        library.load("extract@50")
+
+
+def test_a_template_syntax_error_names_the_section_and_line(library: PromptLibrary) -> None:
+    text = (
+        (library.root / "extract" / "v1.md").read_text(encoding="utf-8").replace("version: 1", "version: 51")
+    )
+    (library.root / "extract" / "v51.md").write_text(
+        text.replace("{{ transcript }}", "{{ transcript"), encoding="utf-8"
+    )
+    with pytest.raises(PromptFormatError, match="user section, line"):
+        library.load("extract@51")
+
+
+@pytest.mark.slow
+def test_the_built_wheel_ships_the_prompt_files(tmp_path: Path) -> None:
+    uv = shutil.which("uv")
+    command = (
+        [uv, "build", "--wheel", "--out-dir", str(tmp_path)]
+        if uv
+        else [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path)]
+    )
+    subprocess.run(command, cwd=REPO, check=True, capture_output=True, timeout=300)
+    wheel = next(tmp_path.glob("bub_semantic_memory-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = {n for n in names if n.startswith("bub_semantic_memory/prompts/")}
+    expected = {
+        f"bub_semantic_memory/prompts/{p.relative_to(REPO / 'prompts').as_posix()}"
+        for p in (REPO / "prompts").rglob("*")
+        if p.is_file()
+    }
+    assert expected <= shipped
+    entry_points = next(n for n in names if n.endswith("entry_points.txt"))
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[bub]" in text and "semantic-memory = bub_semantic_memory.plugin:SemanticMemoryPlugin" in text
