@@ -1,0 +1,316 @@
+"""Snapshots stored as entries of the tape's memory sidecar, in whatever tape store bub uses.
+
+Memory is derived data of a tape, so it lives beside it: a sibling tape
+``<tape>__sidecar__semantic_memory`` in the same store (bub's JSONL file store by
+default; SQL or Redis stores that bub plugins provide work unchanged). Tape reset
+and archive carry the sidecar along. Each snapshot is one ``event`` entry named
+``memory.snapshot`` whose data is the snapshot.
+
+bub's file store has no cross-process lock and appends right after a torn last
+line (a writer killed mid-write), fusing the two. For that store this module holds
+an ``fcntl`` lock around every append, cuts a torn tail off first (keeping the
+bytes in ``<file>.torn`` and reporting them), fsyncs, and creates files readable by
+the user only. Readers skip and count what they cannot parse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import hashlib
+import logging
+import os
+import re
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from bub.sidecars import sidecar_tape_name
+from bub.store import AsyncTapeStore, AsyncTapeStoreAdapter, FileTapeStore, TapeQuery, TapeStore
+from bub.tape import TapeEntry
+from pydantic import ValidationError
+
+from bub_semantic_memory.errors import StoreError, TapeNameError
+from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.models import Snapshot
+from bub_semantic_memory.ontology import Ontology
+from bub_semantic_memory.transcript import Entry, ReadIssue, ReadReport, coerce_entries, read_tape_file
+
+__all__ = [
+    "SIDECAR_NAME",
+    "SNAPSHOT_EVENT",
+    "MemorySidecar",
+    "SnapshotStore",
+    "file_tape_directory",
+    "memory_tape_name",
+    "open_bub_tape_store",
+    "session_tape_name",
+    "validate_tape_name",
+]
+
+logger = logging.getLogger(__name__)
+
+SIDECAR_NAME = "semantic_memory"
+SNAPSHOT_EVENT = "memory.snapshot"
+MAX_TAPE_NAME = 200
+_TAPE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_FILE_MODE = 0o600
+
+
+def validate_tape_name(name: str) -> str:
+    """Return ``name`` if it is a safe tape name; raise :class:`TapeNameError` otherwise.
+
+    A tape name becomes a file name in the store directory, so anything that could
+    leave it (``/``, ``..``, an absolute path, NUL) or hide it (a leading dot) is refused.
+    """
+    if not name:
+        raise TapeNameError("tape name is empty")
+    if "\x00" in name:
+        raise TapeNameError("tape name contains a NUL byte")
+    if len(name) > MAX_TAPE_NAME:
+        raise TapeNameError(f"tape name is {len(name)} characters long; the limit is {MAX_TAPE_NAME}")
+    if name.startswith(("/", "\\")) or Path(name).is_absolute():
+        raise TapeNameError(f"tape name {name!r} is an absolute path")
+    if ".." in name or "/" in name or "\\" in name:
+        raise TapeNameError(f"tape name {name!r} could escape the tape directory ('..', '/' or '\\')")
+    if not _TAPE_NAME.match(name):
+        raise TapeNameError(f"tape name {name!r} may only contain letters, digits, '.', '_' and '-'")
+    return name
+
+
+def session_tape_name(session_id: str, workspace: Path) -> str:
+    """The tape name bub gives a session in a workspace (``Tape.session_tape``'s naming).
+
+    Two workspaces never share a tape, and ``temp/...`` subagent sessions get an
+    ordinary hashed name.
+    """
+    workspace_hash = hashlib.md5(str(workspace.resolve()).encode("utf-8"), usedforsecurity=False).hexdigest()
+    session_hash = hashlib.md5(session_id.encode("utf-8"), usedforsecurity=False).hexdigest()
+    return f"{workspace_hash[:16]}__{session_hash[:16]}"
+
+
+def memory_tape_name(tape: str) -> str:
+    """The sidecar tape that holds ``tape``'s snapshots."""
+    return sidecar_tape_name(validate_tape_name(tape), SIDECAR_NAME)
+
+
+@dataclass(frozen=True)
+class MemorySidecar:
+    """The sidecar declaration bub mounts on every session tape (``provide_tape_sidecar``)."""
+
+    name: str = SIDECAR_NAME
+
+
+def file_tape_directory(store: object) -> Path | None:
+    """The directory of a bub :class:`FileTapeStore` (possibly wrapped in an async adapter), else None.
+
+    Reads bub's private ``_directory`` / ``_store`` attributes (stable across bub 0.5.x,
+    which the package pins); any other store is treated as opaque.
+    """
+    inner = getattr(store, "_store", store) if isinstance(store, AsyncTapeStoreAdapter) else store
+    if isinstance(inner, FileTapeStore):
+        directory = getattr(inner, "_directory", None)
+        return directory if isinstance(directory, Path) else None
+    return None
+
+
+class SnapshotStore:
+    """Read and append snapshots in the memory sidecars of one tape store.
+
+    Args:
+        store: a bub tape store, sync or async (``FileTapeStore`` gets the locked,
+            torn-tail-safe append path).
+        fsync: flush each append to disk (file store only).
+    """
+
+    def __init__(self, store: TapeStore | AsyncTapeStore, *, fsync: bool = True) -> None:
+        self.store = store
+        self.fsync = fsync
+        self.directory = file_tape_directory(store)
+
+    # -- reading -----------------------------------------------------------------
+
+    async def load(self, tape: str) -> tuple[list[Snapshot], ReadReport]:
+        """All snapshots of ``tape`` that parse, plus a report of what did not."""
+        sidecar = memory_tape_name(tape)
+        report = ReadReport(source=sidecar)
+        if self.directory is not None:
+            path = self.directory / f"{sidecar}.jsonl"
+            if not path.exists():
+                return [], report
+            entries, _ = await asyncio.to_thread(read_tape_file, path, report=report)
+        else:
+            entries, _ = coerce_entries(await self._fetch(sidecar), report=report)
+        snapshots = [s for e in entries if (s := _snapshot_from_entry(e, report)) is not None]
+        return snapshots, report
+
+    async def graph(self, tape: str, ontology: Ontology | None = None) -> tuple[MemoryGraph, ReadReport]:
+        """Fold ``tape``'s snapshots into a graph."""
+        snapshots, report = await self.load(tape)
+        return MemoryGraph.fold(snapshots, ontology, tape=tape), report
+
+    async def _fetch(self, tape: str) -> list[TapeEntry]:
+        query: TapeQuery[Any] = TapeQuery(tape=tape, store=self.store)
+        try:
+            result = self.store.fetch_all(query)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return list(cast("list[TapeEntry]", result))
+        except Exception as exc:
+            raise StoreError(f"cannot read memory sidecar {tape}: {exc}") from exc
+
+    # -- writing -----------------------------------------------------------------
+
+    async def append(self, snapshot: Snapshot) -> None:
+        """Append one snapshot to its tape's sidecar.
+
+        Raises:
+            StoreError: the store refused the write (disk full, read-only, ...).
+                Nothing already stored is changed by a failed append.
+        """
+        sidecar = memory_tape_name(snapshot.tape)
+        entry = TapeEntry.event(
+            SNAPSHOT_EVENT, snapshot.model_dump(mode="json"), schema=snapshot.schema_version
+        )
+        if self.directory is not None:
+            await asyncio.to_thread(self._append_file, sidecar, entry)
+            return
+        try:
+            result = self.store.append(sidecar, entry)
+            if asyncio.iscoroutine(result):
+                await result
+        except Exception as exc:
+            raise StoreError(f"cannot append snapshot to {sidecar}: {exc}") from exc
+
+    def _append_file(self, sidecar: str, entry: TapeEntry) -> None:
+        assert self.directory is not None
+        path = self.directory / f"{sidecar}.jsonl"
+        try:
+            with _locked(path.with_name(path.name + ".lock")):
+                _create_private(path)
+                repair_torn_tail(path)
+                self._file_store().append(sidecar, entry)
+                if self.fsync:
+                    _fsync(path)
+        except OSError as exc:
+            raise StoreError(f"cannot append snapshot to {path}: {_describe(exc)}") from exc
+
+    def _file_store(self) -> FileTapeStore:
+        inner = getattr(self.store, "_store", self.store)
+        assert isinstance(inner, FileTapeStore)
+        return inner
+
+
+def repair_torn_tail(path: Path) -> int:
+    """Cut an unterminated last line off ``path``; return how many bytes were cut.
+
+    The cut bytes are appended to ``<path>.torn`` (so nothing is silently discarded)
+    and reported in the log. Complete lines are never touched. Call under the lock.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    if size == 0:
+        return 0
+    with path.open("rb+") as handle:
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return 0
+        keep = _last_newline_end(handle, size)
+        handle.seek(keep)
+        torn = handle.read()
+        with path.with_name(path.name + ".torn").open("ab") as quarantine:
+            quarantine.write(torn + b"\n")
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+    logger.warning("%s: cut a torn last line of %d bytes (kept in %s.torn)", path, len(torn), path.name)
+    return len(torn)
+
+
+def _last_newline_end(handle: Any, size: int) -> int:
+    """Offset just after the last newline before ``size`` (0 if there is none)."""
+    block = 65536
+    position = size
+    while position > 0:
+        start = max(0, position - block)
+        handle.seek(start)
+        chunk = handle.read(position - start)
+        index = chunk.rfind(b"\n")
+        if index >= 0:
+            return int(start + index + 1)
+        position = start
+    return 0
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _create_private(path: Path) -> None:
+    if not path.exists():
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, _FILE_MODE))
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _describe(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "no space left on device"
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return f"the memory directory is not writable ({exc.strerror})"
+    return exc.strerror or str(exc)
+
+
+def _snapshot_from_entry(entry: Entry, report: ReadReport) -> Snapshot | None:
+    if entry.kind != "event" or entry.payload.get("name") != SNAPSHOT_EVENT:
+        return None
+    try:
+        return Snapshot.model_validate(entry.payload.get("data"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        report.add(
+            ReadIssue(
+                "bad_snapshot",
+                f"snapshot does not validate ({where}: {first['msg']}); skipped",
+                entry_id=entry.id,
+            )
+        )
+        return None
+
+
+@contextlib.asynccontextmanager
+async def open_bub_tape_store() -> AsyncIterator[TapeStore | AsyncTapeStore]:
+    """Open the tape store a running bub would use (plugins included), for CLI and scripts.
+
+    Builds a bub framework with its installed plugins and enters its lifespan, so a
+    SQL or Redis store provided by a plugin is honoured; with none, this is bub's
+    file store under ``bub.home / "tapes"`` (``BUB_HOME`` respected).
+    """
+    from bub.framework import BubFramework
+
+    framework = BubFramework()
+    framework.load_hooks()
+    async with framework.running():
+        store = framework.get_tape_store()
+        if store is None:
+            raise StoreError("bub provided no tape store")
+        yield store
