@@ -1,0 +1,94 @@
+"""Secret redaction, applied to transcript text before it reaches a model or the store.
+
+People paste keys into chats. Whatever looks like a credential (API keys of OpenAI,
+Anthropic, AWS, GitHub, Slack, Google, Stripe; private key blocks; bearer tokens;
+JWTs; credentials in URLs; ``password=...``-style assignments) is replaced by
+``[REDACTED:<kind>]`` before any text leaves the transcript renderer, so neither
+the extractor's requests nor the stored snapshots can carry it. Extra patterns can
+be added by configuration (:class:`Redactor` ``extra_patterns``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["DEFAULT_PATTERNS", "Redactor"]
+
+_ASSIGNMENT_KEYS = (
+    r"password|passwd|pwd|passphrase|passcode|pass|secret|client[_-]?secret|api[_-]?key|apikey|access[_-]?key|"
+    r"secret[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token"
+)
+
+DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (
+    (
+        "private_key",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)",
+    ),
+    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
+    ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("slack_webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+"),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
+    ("stripe_key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    ("bearer_token", r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{12,}=*"),
+    ("url_credentials", r"(?<=://)[^\s:/@]+:[^\s@/]+(?=@)"),
+    (
+        "assignment",
+        rf"""(?ix)(?<![A-Za-z0-9])(?P<key>{_ASSIGNMENT_KEYS})(?P<sep>["']?\s*[:=]\s*)"""
+        r"""(?P<value>"[^"\n]{3,}"|'[^'\n]{3,}'|[^\s"',;}{)\]]{3,})""",
+    ),
+)
+
+
+@dataclass
+class Redactor:
+    """Replaces secrets in text with ``[REDACTED:<kind>]``.
+
+    Args:
+        extra_patterns: additional regular expressions (their whole match is redacted,
+            reported as kind ``custom``).
+        enabled: ``False`` turns redaction off (not recommended).
+
+    Attributes:
+        counts: how many secrets of each kind were redacted so far.
+    """
+
+    extra_patterns: Iterable[str] = ()
+    enabled: bool = True
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        compiled = [(kind, re.compile(pattern)) for kind, pattern in DEFAULT_PATTERNS]
+        for pattern in self.extra_patterns:
+            try:
+                compiled.append(("custom", re.compile(pattern)))
+            except re.error as exc:
+                from bub_semantic_memory.errors import ConfigurationError
+
+                raise ConfigurationError(f"invalid redaction pattern {pattern!r}: {exc}") from exc
+        self._patterns = compiled
+
+    def __call__(self, text: str) -> str:
+        """Return ``text`` with every secret replaced."""
+        if not self.enabled or not text:
+            return text
+        for kind, pattern in self._patterns:
+            text = pattern.sub(functools.partial(self._replace, kind), text)
+        return text
+
+    def _replace(self, kind: str, match: re.Match[str]) -> str:
+        if "[REDACTED:" in match.group(0):
+            return match.group(0)
+        self.counts[kind] += 1
+        if kind == "assignment":
+            value = match.group("value")
+            quote = value[0] if value[0] in "\"'" else ""
+            return f"{match.group('key')}{match.group('sep')}{quote}[REDACTED:secret]{quote}"
+        return f"[REDACTED:{kind}]"

@@ -1,0 +1,160 @@
+"""Rendering the memory block that is injected into the agent's context.
+
+The block is built from the in-memory graph only (no model call, no store read),
+so it can run on every model call. It picks the most relevant facts for the
+latest user message and never exceeds a token budget:
+
+1. entities named in the message (name or alias, normalised);
+2. their one-hop neighbours;
+3. everything else, most recently mentioned first, then by number of relations.
+
+Each entity contributes a line, then its current relations; superseded relations
+appear last, marked as history. An empty graph renders no block at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.models import Entity, Relation, normalize_name
+from bub_semantic_memory.tokens import estimate_tokens
+
+__all__ = ["DEFAULT_BUDGET", "MemoryBlock", "match_entities", "render_memory"]
+
+DEFAULT_BUDGET = 800
+HEADER = "<memory>\nFacts remembered from earlier in this conversation (may be incomplete):"
+FOOTER = "</memory>"
+_MAX_NGRAM_WORDS = 5
+_CJK_MIN, _CJK_MAX = 2, 8
+_GIVE_UP_AFTER_MISSES = 25
+_MAX_WORD_HOLDERS = 5  # a word shared by more entities than this ("project") is not a useful match
+
+
+@dataclass(frozen=True)
+class MemoryBlock:
+    """A rendered memory block.
+
+    Attributes:
+        text: the block, or "" when there is nothing to inject.
+        tokens: estimated tokens of ``text``.
+        entities: entities shown.
+        facts: relation lines shown (history included).
+        omitted: entities that did not fit in the budget.
+    """
+
+    text: str
+    tokens: int
+    entities: int
+    facts: int
+    omitted: int
+
+    def __bool__(self) -> bool:
+        return bool(self.text)
+
+
+def match_entities(graph: MemoryGraph, text: str) -> list[str]:
+    """Keys of entities named in ``text``: full names and aliases first (word n-grams), then
+    single words of longer names ("Maya" for "Maya Lin"), then CJK substrings."""
+    words = normalize_name(text).split()
+    found: dict[str, None] = {}
+    for start in range(len(words)):
+        for length in range(1, _MAX_NGRAM_WORDS + 1):
+            if start + length > len(words):
+                break
+            for key in graph.lookup_normalized(" ".join(words[start : start + length])):
+                found.setdefault(graph.resolve(key), None)
+    for word in words:
+        if len(word) < 3 or not word.isascii():
+            continue
+        holders = graph.lookup_word(word)
+        if len(holders) <= _MAX_WORD_HOLDERS:
+            for key in holders:
+                found.setdefault(graph.resolve(key), None)
+    for word in words:
+        if word.isascii():
+            continue
+        for size in range(_CJK_MIN, min(_CJK_MAX, len(word)) + 1):
+            for start in range(len(word) - size + 1):
+                for key in graph.lookup_normalized(word[start : start + size]):
+                    found.setdefault(graph.resolve(key), None)
+    return list(found)
+
+
+def _relevance_order(graph: MemoryGraph, query: str) -> list[str]:
+    named = match_entities(graph, query) if query else []
+    order: dict[str, None] = dict.fromkeys(named)
+    for key in named:
+        for neighbour in graph.neighbours(key):
+            order.setdefault(neighbour, None)
+    head = list(order)
+    return head + [key for key in graph.ranked_keys() if key not in order]
+
+
+def _entity_line(entity: Entity) -> str:
+    details = [entity.type]
+    if entity.aliases:
+        details.append("also " + ", ".join(entity.aliases))
+    details.extend(f"{k}: {v}" for k, v in sorted(entity.attributes.items()))
+    return f"- {entity.name} ({'; '.join(details)})"
+
+
+def _relation_line(graph: MemoryGraph, relation: Relation, names: dict[str, str]) -> str:
+    def name(key: str) -> str:
+        if key not in names:
+            entity = graph.entity(key)
+            names[key] = entity.name if entity else key
+        return names[key]
+
+    text = f"{name(relation.source)} {relation.type.replace('_', ' ')} {name(relation.target)}"
+    if relation.is_current:
+        return f"  - {text}"
+    until = relation.valid_until
+    when = f"until entry {until}" if isinstance(until, int) else f"until {until}"
+    return f"  - (history, {when}) {text}"
+
+
+def render_memory(graph: MemoryGraph, *, query: str = "", budget: int = DEFAULT_BUDGET) -> MemoryBlock:
+    """Render the most relevant facts for ``query`` within ``budget`` estimated tokens."""
+    if len(graph) == 0:
+        return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=0)
+    lines = [HEADER]
+    used = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2
+    shown_relations: set[tuple[str, str, str]] = set()
+    names: dict[str, str] = {}
+    entities = facts = misses = 0
+    order = _relevance_order(graph, query)
+    for key in order:
+        if misses >= _GIVE_UP_AFTER_MISSES:
+            break
+        entity = graph.entity(key)
+        if entity is None:
+            continue
+        names[key] = entity.name
+        line = _entity_line(entity)
+        cost = estimate_tokens(line) + 1
+        if used + cost > budget:
+            misses += 1
+            continue
+        lines.append(line)
+        used += cost
+        entities += 1
+        relations = sorted(graph.relations_of(key), key=lambda r: (not r.is_current, r.type, r.target))
+        for relation in relations:
+            if relation.key in shown_relations:
+                continue
+            fact = _relation_line(graph, relation, names)
+            cost = estimate_tokens(fact) + 1
+            if used + cost > budget:
+                continue
+            lines.append(fact)
+            used += cost
+            facts += 1
+            shown_relations.add(relation.key)
+    if entities == 0:
+        return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=len(graph))
+    lines.append(FOOTER)
+    text = "\n".join(lines)
+    return MemoryBlock(
+        text=text, tokens=estimate_tokens(text), entities=entities, facts=facts, omitted=len(graph) - entities
+    )

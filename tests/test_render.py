@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import random
+
+from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.models import Entity, Relation
+from bub_semantic_memory.ontology import Ontology
+from bub_semantic_memory.render import match_entities, render_memory
+from bub_semantic_memory.tokens import estimate_tokens
+from tests.conftest import make_snapshot
+
+ALICE = Entity.create("Alice Chen", "person", aliases=["Ali"], attributes={"role": "designer"}, evidence=[2])
+APOLLO = Entity.create("Project Apollo", "project", evidence=[2])
+BERLIN = Entity.create("Berlin", "location", evidence=[3])
+LISBON = Entity.create("Lisbon", "location", evidence=[8])
+ZHANG = Entity.create("张伟", "person", evidence=[9])
+
+
+def graph(ontology: Ontology) -> MemoryGraph:
+    return MemoryGraph.fold(
+        [
+            make_snapshot(
+                [ALICE, APOLLO, BERLIN, LISBON, ZHANG],
+                [
+                    Relation(source=ALICE.key, type="works_on", target=APOLLO.key, evidence=(2,)),
+                    Relation(source=ALICE.key, type="lives_in", target=BERLIN.key, evidence=(3,)),
+                    Relation(source=ALICE.key, type="lives_in", target=LISBON.key, evidence=(8,)),
+                ],
+            )
+        ],
+        ontology,
+    )
+
+
+def test_an_empty_memory_renders_no_block_at_all(ontology: Ontology) -> None:
+    block = render_memory(MemoryGraph(ontology), query="anything")
+    assert not block and block.text == "" and block.tokens == 0
+
+
+def test_the_block_shows_entities_facts_and_history(ontology: Ontology) -> None:
+    text = render_memory(graph(ontology), query="where does Ali live?").text
+    assert text.splitlines()[:6] == [
+        "<memory>",
+        "Facts remembered from earlier in this conversation (may be incomplete):",
+        "- Alice Chen (person; also Ali; role: designer)",
+        "  - Alice Chen lives in Lisbon",
+        "  - Alice Chen works on Project Apollo",
+        "  - (history, until entry 8) Alice Chen lives in Berlin",
+    ]
+    assert text.endswith("</memory>")
+
+
+def test_named_entities_and_their_neighbours_come_first(ontology: Ontology) -> None:
+    lines = render_memory(graph(ontology), query="Is Project Apollo on track?").text.splitlines()
+    entity_lines = [line for line in lines if line.startswith("- ")]
+    assert entity_lines[0].startswith("- Project Apollo")
+    assert entity_lines[1].startswith("- Alice Chen")
+
+
+def test_cjk_names_match_inside_unspaced_text(ontology: Ontology) -> None:
+    assert match_entities(graph(ontology), "张伟在哪里工作?") == [ZHANG.key]
+
+
+def test_the_budget_is_never_exceeded(ontology: Ontology) -> None:
+    big = graph(ontology)
+    for budget in (60, 120, 200, 400, 800):
+        block = render_memory(big, query="Alice", budget=budget)
+        assert block.tokens <= budget
+        assert estimate_tokens(block.text) == block.tokens
+
+
+def test_the_budget_holds_with_ten_thousand_entities(ontology: Ontology) -> None:
+    rng = random.Random(7)
+    people = [Entity.create(f"Person {i}", "person", evidence=[i]) for i in range(10_000)]
+    relations = [
+        Relation(source=people[i].key, type="knows", target=people[rng.randrange(10_000)].key, evidence=(i,))
+        for i in range(10_000)
+        for _ in range(3)
+    ]
+    relations = [r for r in relations if r.source != r.target]
+    memory = MemoryGraph.fold([make_snapshot(people, relations, first=1, last=10_000)], ontology)
+    block = render_memory(memory, query="what about Person 42?", budget=800)
+    assert 0 < block.tokens <= 800
+    assert "- Person 42 (person)" in block.text.splitlines()[2]
+    assert block.omitted > 9_000
