@@ -1,0 +1,421 @@
+"""The extractor: tape entries in, validated snapshots out.
+
+Instructor drives the model through function calling (or JSON modes) against any
+OpenAI-compatible endpoint or the in-process local backend. Each window of new
+entries becomes one extraction call:
+
+1. render the prompt version with the window, a little earlier context and the
+   tape's known entities (so the model reuses keys instead of inventing duplicates);
+2. send it through :func:`.transport.send_with_retries` (transport retries);
+3. validate the answer against a :class:`.schema.ValidationScope`; a violation is
+   re-asked with the error, at most ``RetryPolicy.reasks`` times;
+4. return a :class:`.models.Snapshot` with the usage of every attempt.
+
+When the bounds run out the call raises a typed :class:`.errors.ExtractionError`
+carrying the cause and the usage; it never returns an empty snapshot as if nothing
+had been said. Output cut at the token limit is retried once per half of the window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import instructor
+from instructor.core import IncompleteOutputException, InstructorRetryException
+from openai.types.chat import ChatCompletion
+
+from bub_semantic_memory.errors import (
+    ConfigurationError,
+    ExtractionError,
+    OutputTruncatedError,
+    TransportError,
+    ValidationExhaustedError,
+)
+from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.models import Entity, Relation, Snapshot, Usage
+from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.redact import Redactor
+from bub_semantic_memory.render import match_entities
+from bub_semantic_memory.schema import (
+    ExtractionResponse,
+    KnownEntity,
+    ValidationScope,
+    build_entities_model,
+    build_relations_model,
+    build_response_model,
+)
+from bub_semantic_memory.transcript import LineLimits, coerce_entries
+from bub_semantic_memory.transport import (
+    CallLedger,
+    ChatBackend,
+    EndpointFailure,
+    OpenAIBackend,
+    RetryPolicy,
+    send_with_retries,
+)
+from bub_semantic_memory.window import Window, plan_windows
+
+__all__ = ["MODES", "Extractor"]
+
+logger = logging.getLogger(__name__)
+
+MODES: dict[str, instructor.Mode] = {
+    "tools": instructor.Mode.TOOLS,
+    "json_schema": instructor.Mode.JSON_SCHEMA,
+    "md_json": instructor.Mode.MD_JSON,
+    "json": instructor.Mode.JSON,
+}
+_MAX_SPLIT_DEPTH = 3
+
+
+def _resolve_mode(mode: str) -> str:
+    key = mode.strip().lower().replace("-", "_")
+    if key not in MODES:
+        raise ConfigurationError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
+    return key
+
+
+class Extractor:
+    """Extract entities and relations from tape entries with one prompt version and one model.
+
+    Args:
+        model: the model name at the endpoint, or ``local`` / ``local:/path/model.gguf``
+            for the in-process backend (needs the ``local`` extra).
+        base_url: OpenAI-compatible endpoint (``None``: OpenAI's).
+        api_key: the endpoint's key (never logged).
+        mode: ``tools`` (default), ``json_schema``, ``md_json`` or ``json``.
+        prompt: a prompt reference (``extract@2``) or a loaded :class:`PromptTemplate`.
+        prompts: where references are looked up (default: the bundled prompts).
+        retry: re-ask and transport bounds.
+        chunk_tokens: estimated tokens of new transcript per call.
+        overlap_lines / overlap_tokens: earlier context per call (already extracted).
+        max_known_entities: known entities listed in the prompt.
+        max_output_tokens: ``max_tokens`` of each request.
+        redactor: secret redaction for everything rendered (default on).
+        backend: a ready :class:`ChatBackend` (overrides model/base_url routing).
+        http_client: an ``httpx.AsyncClient`` for the OpenAI backend (tests, proxies).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        mode: str = "tools",
+        prompt: str | PromptTemplate = "extract",
+        prompts: PromptLibrary | None = None,
+        retry: RetryPolicy | None = None,
+        chunk_tokens: int = 3000,
+        overlap_lines: int = 4,
+        overlap_tokens: int = 250,
+        max_known_entities: int = 50,
+        max_output_tokens: int = 2048,
+        temperature: float = 0.0,
+        redactor: Redactor | None = None,
+        line_limits: LineLimits | None = None,
+        backend: ChatBackend | None = None,
+        http_client: Any = None,
+    ) -> None:
+        if not model:
+            raise ConfigurationError("no model given: pass --model (or set BUB_SEMANTIC_MEMORY_MODEL)")
+        self.model = model
+        self.mode = _resolve_mode(mode)
+        self.prompt = (
+            prompt if isinstance(prompt, PromptTemplate) else (prompts or PromptLibrary()).load(prompt)
+        )
+        self.retry = retry or RetryPolicy()
+        self.chunk_tokens = chunk_tokens
+        self.overlap_lines = overlap_lines
+        self.overlap_tokens = overlap_tokens
+        self.max_known_entities = max_known_entities
+        self.max_output_tokens = max_output_tokens
+        self.temperature = temperature
+        self.redactor = redactor if redactor is not None else Redactor()
+        self.line_limits = line_limits
+        self.backend = backend or self._make_backend(base_url, api_key, http_client)
+        self._response_model = build_response_model(self.prompt.ontology, reasoning=self.prompt.reasoning)
+        self._entities_model = build_entities_model(self.prompt.ontology, reasoning=self.prompt.reasoning)
+
+    def _make_backend(self, base_url: str | None, api_key: str | None, http_client: Any) -> ChatBackend:
+        if self.model == "local" or self.model.startswith("local:"):
+            from bub_semantic_memory.local import LocalBackend
+
+            return LocalBackend.from_model_spec(self.model)
+        return OpenAIBackend(
+            base_url=base_url,
+            api_key=api_key,
+            timeout_s=self.retry.request_timeout_s,
+            http_client=http_client,
+        )
+
+    async def aclose(self) -> None:
+        """Release the backend's connections (or model)."""
+        await self.backend.aclose()
+
+    async def __aenter__(self) -> Extractor:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- whole tapes ---------------------------------------------------------------
+
+    async def extract(
+        self,
+        entries: Iterable[Any],
+        *,
+        tape: str,
+        memory: MemoryGraph | None = None,
+    ) -> list[Snapshot]:
+        """Extract every window after the memory's watermark; see :meth:`iter_extract`."""
+        return [snapshot async for snapshot in self.iter_extract(entries, tape=tape, memory=memory)]
+
+    async def iter_extract(
+        self,
+        entries: Iterable[Any],
+        *,
+        tape: str,
+        memory: MemoryGraph | None = None,
+    ) -> AsyncIterator[Snapshot]:
+        """Yield one snapshot per window of entries after ``memory.watermark``, in tape order.
+
+        Store each snapshot as it comes: if a later window fails, the earlier ones are
+        kept and the watermark stops right before the failed window.
+
+        Raises:
+            ExtractionError: a window could not be extracted within the bounds.
+        """
+        tape_entries, _ = coerce_entries(entries)
+        plan = plan_windows(
+            tape_entries,
+            watermark=memory.watermark if memory is not None else 0,
+            chunk_tokens=self.chunk_tokens,
+            overlap_lines=self.overlap_lines,
+            overlap_tokens=self.overlap_tokens,
+            limits=self.line_limits,
+            redact=self.redactor,
+        )
+        learned: dict[str, KnownEntity] = {}
+        for window in plan.windows:
+            async for snapshot in self._extract_splitting(window, tape=tape, memory=memory, learned=learned):
+                for entity in snapshot.entities:
+                    learned[entity.key] = KnownEntity(entity.key, entity.name, entity.type, entity.aliases)
+                yield snapshot
+
+    async def _extract_splitting(
+        self,
+        window: Window,
+        *,
+        tape: str,
+        memory: MemoryGraph | None,
+        learned: dict[str, KnownEntity],
+        depth: int = 0,
+        carried: Usage | None = None,
+    ) -> AsyncIterator[Snapshot]:
+        try:
+            snapshot = await self.extract_window(window, tape=tape, memory=memory, learned=learned)
+        except OutputTruncatedError as exc:
+            halves = window.split()
+            if halves is None or depth >= _MAX_SPLIT_DEPTH:
+                raise
+            logger.info(
+                "output hit the token limit for entries %d-%d; extracting each half",
+                window.first_entry_id,
+                window.last_entry_id,
+            )
+            cost = exc.usage + (carried or Usage())
+            for index, half in enumerate(halves):
+                async for part in self._extract_splitting(
+                    half,
+                    tape=tape,
+                    memory=memory,
+                    learned=learned,
+                    depth=depth + 1,
+                    carried=cost if index == 0 else None,
+                ):
+                    yield part
+            return
+        if carried is not None:
+            snapshot = snapshot.model_copy(update={"usage": snapshot.usage + carried})
+        yield snapshot
+
+    # -- one window ----------------------------------------------------------------
+
+    async def extract_window(
+        self,
+        window: Window,
+        *,
+        tape: str,
+        memory: MemoryGraph | None = None,
+        learned: Mapping[str, KnownEntity] | None = None,
+    ) -> Snapshot:
+        """Extract one window into a snapshot (a window without conversation needs no model call)."""
+        entities: list[Entity] = []
+        relations: list[Relation] = []
+        ledger = CallLedger(self.retry)
+        if window.lines:
+            known_all = _known_entities(memory, learned or {})
+            listed = self._listed_known(memory, learned or {}, window)
+            if self.prompt.strategy == "two_step":
+                entities, relations = await self._two_step(window, known_all, listed, ledger)
+            else:
+                entities, relations = await self._single(window, known_all, listed, ledger)
+        usage = ledger.finish()
+        return Snapshot(
+            tape=tape,
+            first_entry_id=window.first_entry_id,
+            last_entry_id=window.last_entry_id,
+            prompt=self.prompt.ref,
+            model=self.model,
+            mode=self.mode,
+            usage=usage,
+            entities=tuple(entities),
+            relations=tuple(relations),
+        )
+
+    def _listed_known(
+        self, memory: MemoryGraph | None, learned: Mapping[str, KnownEntity], window: Window
+    ) -> list[KnownEntity]:
+        """Known entities shown in the prompt: those the window names first, then the most recent."""
+        picked: dict[str, KnownEntity] = {}
+        for key, known in learned.items():
+            picked.setdefault(key, known)
+        if memory is not None and len(memory):
+            text = "\n".join([window.context.text(), window.lines.text()])
+            for key in [*match_entities(memory, text), *memory.ranked_keys()]:
+                if len(picked) >= self.max_known_entities:
+                    break
+                entity = memory.entity(key)
+                if entity is not None and entity.key not in picked:
+                    picked[entity.key] = KnownEntity(entity.key, entity.name, entity.type, entity.aliases)
+        return list(picked.values())[: self.max_known_entities]
+
+    def _scope(self, window: Window, known: dict[str, KnownEntity]) -> ValidationScope:
+        text = "\n".join(t for t in (window.context.text(), window.lines.text()) if t)
+        turn_ids = frozenset([*window.context.entry_ids, *window.lines.entry_ids])
+        return ValidationScope(
+            ontology=self.prompt.ontology, window_text=text, turn_ids=turn_ids, known=known
+        )
+
+    def _messages(self, window: Window, listed: Sequence[KnownEntity], **extra: Any) -> list[dict[str, str]]:
+        return self.prompt.render(
+            transcript=window.lines.text(),
+            context=window.context.text(),
+            known_entities=list(listed),
+            first_entry_id=window.first_entry_id,
+            last_entry_id=window.last_entry_id,
+            **extra,
+        )
+
+    async def _single(
+        self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
+    ) -> tuple[list[Entity], list[Relation]]:
+        messages = self._messages(window, listed, step="all", entities=[])
+        response = await self._ask(self._response_model, messages, self._scope(window, known), ledger)
+        return response.resolved()
+
+    async def _two_step(
+        self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
+    ) -> tuple[list[Entity], list[Relation]]:
+        messages = self._messages(window, listed, step="entities", entities=[])
+        found = await self._ask(self._entities_model, messages, self._scope(window, known), ledger)
+        entities, _ = found.resolved()
+        candidates = {e.key: KnownEntity(e.key, e.name, e.type, e.aliases) for e in entities}
+        endpoint_names = [e.name for e in entities] + [k.name for k in listed if k.key not in candidates]
+        if len(entities) < 1 or len(set(endpoint_names)) < 2:
+            return entities, []
+        scope = self._scope(window, {**known, **candidates})
+        relations_model = build_relations_model(self.prompt.ontology, endpoint_names)
+        messages = self._messages(window, listed, step="relations", entities=entities)
+        linked = await self._ask(relations_model, messages, scope, ledger)
+        return entities, linked.resolved()[1]
+
+    async def _ask(
+        self,
+        response_model: type[ExtractionResponse],
+        messages: list[dict[str, str]],
+        scope: ValidationScope,
+        ledger: CallLedger,
+    ) -> ExtractionResponse:
+        async def send(**kwargs: Any) -> ChatCompletion:
+            return await send_with_retries(ledger, lambda: self.backend.create(**kwargs))
+
+        create: Any = instructor.patch(create=send, mode=MODES[self.mode])
+        attempts_before = ledger.usage.attempts
+        try:
+            result: ExtractionResponse = await create(
+                response_model=response_model,
+                messages=list(messages),
+                context={"scope": scope},
+                max_retries=self.retry.reasks,
+                model=self.model,
+                temperature=self.temperature,
+                max_tokens=self.max_output_tokens,
+            )
+        except Exception as exc:
+            raise self._failure(exc, ledger) from exc
+        finally:
+            ledger.usage.reasks += max(0, ledger.usage.attempts - attempts_before - 1)
+        return result
+
+    def _failure(self, exc: Exception, ledger: CallLedger) -> ExtractionError:
+        usage = ledger.finish()
+        details: dict[str, Any] = {
+            "usage": usage,
+            "model": self.model,
+            "attempts": usage.attempts,
+            "last_output": ledger.last_output,
+        }
+        cause: BaseException | None = exc.__cause__ if isinstance(exc, InstructorRetryException) else exc
+        if isinstance(exc, IncompleteOutputException):
+            return OutputTruncatedError(
+                f"the model stopped at its output limit ({self.max_output_tokens} tokens)", **details
+            )
+        if isinstance(cause, EndpointFailure):
+            return TransportError(cause.reason, **details)
+        if isinstance(exc, InstructorRetryException):
+            summary = (
+                str(cause).strip().splitlines()[0] if cause and str(cause).strip() else type(cause).__name__
+            )
+            return ValidationExhaustedError(
+                f"no valid extraction after {usage.attempts} attempt(s); last problem: {summary}", **details
+            )
+        return ExtractionError(f"extraction failed: {type(exc).__name__}: {exc}", **details)
+
+
+def _known_entities(memory: MemoryGraph | None, learned: Mapping[str, KnownEntity]) -> dict[str, KnownEntity]:
+    known: dict[str, KnownEntity] = {}
+    if memory is not None:
+        for entity in memory.entities():
+            known[entity.key] = KnownEntity(entity.key, entity.name, entity.type, entity.aliases)
+    known.update(learned)
+    return known
+
+
+def extract_file(
+    path: Path,
+    *,
+    model: str,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    mode: str = "tools",
+    prompt: str = "extract",
+    tape: str | None = None,
+) -> list[Snapshot]:
+    """Synchronous convenience for scripts: extract a whole tape file from the start."""
+    from bub_semantic_memory.transcript import read_tape_file
+
+    entries, _ = read_tape_file(path)
+
+    async def run() -> list[Snapshot]:
+        async with Extractor(
+            model=model, base_url=base_url, api_key=api_key, mode=mode, prompt=prompt
+        ) as extractor:
+            return await extractor.extract(entries, tape=tape or path.stem)
+
+    return asyncio.run(run())

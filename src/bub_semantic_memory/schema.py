@@ -1,0 +1,327 @@
+"""What the model fills in: response models built from an ontology, and their validators.
+
+The response model is separate from the storage model (:mod:`.models`): it speaks
+the model's language (names, turn numbers), and validation turns it into stored
+entities and relations (keys, entry ids). The validators read a
+:class:`ValidationScope` passed through Instructor's validation context, and
+collect every problem of a response into one error, so a single re-ask can fix
+them all. They enforce:
+
+* entity and relation types of the ontology (also as enums in the JSON schema, which
+  grammar-constrained backends enforce while decoding);
+* relation endpoints that are entities of this response or known entities (no
+  dangling ends), with source and target types the relation allows;
+* evidence that points at turn numbers of the transcript window;
+* grounding: each new entity's name or one of its aliases occurs in the window,
+  ignoring case and punctuation;
+* no self-loops and no duplicates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, create_model, model_validator
+
+from bub_semantic_memory.models import Entity, Relation, entity_key, normalize_name
+from bub_semantic_memory.ontology import Ontology
+
+__all__ = [
+    "ExtractionResponse",
+    "KnownEntity",
+    "ValidationScope",
+    "build_entities_model",
+    "build_relations_model",
+    "build_response_model",
+]
+
+_EVIDENCE_HELP = "Turn numbers (the number in brackets) of the lines that state this."
+
+
+@dataclass(frozen=True)
+class KnownEntity:
+    """An entity already in the tape's memory, offered to the model for reuse."""
+
+    key: str
+    name: str
+    type: str
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass
+class ValidationScope:
+    """Everything the validators need to know about one extraction call.
+
+    Attributes:
+        window_text: the transcript lines (overlap included) the model saw.
+        turn_ids: entry ids that appear in the window.
+        known: entities of the tape's memory, by key.
+    """
+
+    ontology: Ontology
+    window_text: str
+    turn_ids: frozenset[int]
+    known: dict[str, KnownEntity] = field(default_factory=dict)
+    _folded_text: str = field(init=False, repr=False)
+    _known_names: dict[tuple[str, str], str] = field(init=False, repr=False)
+    _known_any: dict[str, str] = field(init=False, repr=False)
+    _lines: list[tuple[int, str]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._folded_text = f" {normalize_name(self.window_text)} "
+        self._known_names = {}
+        self._known_any = {}
+        for entity in self.known.values():
+            for name in (entity.name, *entity.aliases):
+                folded = normalize_name(name)
+                self._known_names.setdefault((entity.type, folded), entity.key)
+                self._known_any.setdefault(folded, entity.key)
+        self._lines = []
+        for line in self.window_text.splitlines():
+            if line.startswith("[") and "]" in line:
+                head = line[1 : line.index("]")]
+                if head.isdigit():
+                    self._lines.append((int(head), f" {normalize_name(line)} "))
+
+    def occurs(self, name: str) -> bool:
+        """Whether ``name`` occurs in the window, ignoring case and punctuation."""
+        folded = normalize_name(name)
+        if not folded:
+            return False
+        return _contains(self._folded_text, folded)
+
+    def mentions(self, names: list[str]) -> list[int]:
+        """Turn numbers whose line mentions one of ``names``."""
+        folded = [f for f in (normalize_name(n) for n in names) if f]
+        return [turn for turn, text in self._lines if any(_contains(text, f) for f in folded)]
+
+    def known_key_for(self, entity_type: str, names: list[str]) -> str | None:
+        """The key of a known entity of this type named by one of ``names``, if any."""
+        for name in names:
+            if name in self.known and self.known[name].type == entity_type:
+                return name
+            key = self._known_names.get((entity_type, normalize_name(name)))
+            if key is not None:
+                return key
+        return None
+
+    def known_key_any_type(self, reference: str) -> str | None:
+        """A known entity referred to by key, name or alias (any type)."""
+        if reference in self.known:
+            return reference
+        return self._known_any.get(normalize_name(reference))
+
+
+def _contains(haystack: str, folded: str) -> bool:
+    # Word-bounded for scripts with spaces ("al" must not match "alice"); plain
+    # substring for names without ASCII letters (Chinese has no spaces between words).
+    if folded.isascii():
+        return f" {folded} " in haystack
+    return folded in haystack
+
+
+class _ResponseBase(BaseModel):
+    """Validation shared by every generated response model."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    _entities: list[Entity] = PrivateAttr(default_factory=list)
+    _relations: list[Relation] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _validate_against_scope(self, info: ValidationInfo) -> _ResponseBase:
+        scope = (info.context or {}).get("scope") if isinstance(info.context, dict) else None
+        if not isinstance(scope, ValidationScope):
+            return self  # No scope (e.g. schema generation or a unit test of the shape only).
+        resolver = _Resolver(scope)
+        entities = [resolver.add_entity(e) for e in getattr(self, "entities", [])]
+        relations = [resolver.add_relation(r) for r in getattr(self, "relations", [])]
+        if resolver.problems:
+            listed = "\n".join(f"- {p}" for p in resolver.problems)
+            raise ValueError(f"{len(resolver.problems)} problem(s) with the extraction:\n{listed}")
+        self._entities = [e for e in entities if e is not None]
+        self._relations = [r for r in relations if r is not None]
+        return self
+
+
+class ExtractionResponse(_ResponseBase):
+    """Static shape of a response, for typing; the real classes are built per ontology."""
+
+    def resolved(self) -> tuple[list[Entity], list[Relation]]:
+        """The validated storage entities and relations (keys and entry ids resolved)."""
+        return list(self._entities), list(self._relations)
+
+
+class _Resolver:
+    """Turns one response's entities and relations into storage objects, collecting problems."""
+
+    def __init__(self, scope: ValidationScope) -> None:
+        self.scope = scope
+        self.problems: list[str] = []
+        self.keys: dict[str, Entity] = {}
+        self.names: dict[str, str] = {}
+        self.relation_keys: set[tuple[str, str, str]] = set()
+
+    def _check_evidence(self, what: str, evidence: list[int]) -> list[int]:
+        bad = [t for t in evidence if t not in self.scope.turn_ids]
+        if bad:
+            self.problems.append(
+                f"{what}: evidence {bad} are not turn numbers of the transcript; "
+                f"use numbers shown in brackets ({min(self.scope.turn_ids)}-{max(self.scope.turn_ids)})"
+                if self.scope.turn_ids
+                else f"{what}: evidence {bad} are not turn numbers of the transcript"
+            )
+        return [t for t in evidence if t in self.scope.turn_ids]
+
+    def add_entity(self, raw: Any) -> Entity | None:
+        name = str(raw.name).strip()
+        names = [name, *(a.strip() for a in raw.aliases if a.strip())]
+        label = f"entity {name!r}"
+        known_key = self.scope.known_key_for(raw.type, names)
+        if known_key is None and not any(self.scope.occurs(n) for n in names):
+            self.problems.append(
+                f"{label} does not occur in the transcript; extract only names written there "
+                "(use the exact spelling)"
+            )
+            return None
+        try:
+            key = known_key or entity_key(raw.type, name)
+        except ValueError:
+            self.problems.append(f"{label} has no letters or digits")
+            return None
+        if key in self.keys:
+            self.problems.append(f"{label} is listed twice (as {key}); merge the duplicates into one entity")
+            return None
+        evidence = self._check_evidence(label, list(raw.evidence)) or self.scope.mentions(names)
+        if known_key is not None:
+            known = self.scope.known[known_key]
+            display = known.name
+        else:
+            display = name
+        entity = Entity.create(
+            display,
+            raw.type,
+            aliases=[n for n in names if normalize_name(n) != normalize_name(display)],
+            attributes={str(k): str(v) for k, v in dict(raw.attributes).items() if str(v).strip()},
+            evidence=evidence,
+        ).model_copy(update={"key": key})
+        self.keys[key] = entity
+        for n in names:
+            self.names.setdefault(normalize_name(n), key)
+        return entity
+
+    def _endpoint(self, reference: str, role: str, label: str) -> tuple[str, str] | None:
+        reference = reference.strip()
+        if reference in self.keys:
+            return reference, self.keys[reference].type
+        key = self.names.get(normalize_name(reference))
+        if key is not None:
+            return key, self.keys[key].type
+        known = self.scope.known_key_any_type(reference)
+        if known is not None:
+            return known, self.scope.known[known].type
+        self.problems.append(
+            f"{label}: {role} {reference!r} is not an entity of this extraction nor a known entity; "
+            "add it to entities or use an existing name"
+        )
+        return None
+
+    def add_relation(self, raw: Any) -> Relation | None:
+        label = f"relation ({raw.source!r} {raw.type} {raw.target!r})"
+        source = self._endpoint(str(raw.source), "source", label)
+        target = self._endpoint(str(raw.target), "target", label)
+        if source is None or target is None:
+            return None
+        (source_key, source_type), (target_key, target_type) = source, target
+        if source_key == target_key:
+            self.problems.append(f"{label} links an entity to itself; drop it")
+            return None
+        ontology = self.scope.ontology
+        if not ontology.allows(raw.type, source_type, target_type):
+            relation = ontology.relation_types[raw.type]
+            self.problems.append(
+                f"{label}: {raw.type} goes from {'/'.join(relation.source) or 'any'} to "
+                f"{'/'.join(relation.target) or 'any'}, not from {source_type} to {target_type}"
+            )
+            return None
+        if ontology.is_symmetric(raw.type) and target_key < source_key:
+            source_key, target_key = target_key, source_key
+        rel_key = (source_key, raw.type, target_key)
+        if rel_key in self.relation_keys:
+            self.problems.append(f"{label} is listed twice; keep one")
+            return None
+        self.relation_keys.add(rel_key)
+        evidence = self._check_evidence(label, list(raw.evidence))
+        return Relation(source=source_key, type=raw.type, target=target_key, evidence=tuple(evidence))
+
+
+def _literal(values: list[str]) -> Any:
+    return Literal[tuple(values)]
+
+
+def _entity_model(ontology: Ontology) -> type[BaseModel]:
+    return create_model(
+        "ExtractedEntity",
+        name=(str, Field(description="The name exactly as written in the transcript.")),
+        type=(_literal(list(ontology.entity_types)), Field(description="One entity type of the list.")),
+        aliases=(list[str], Field(default_factory=list, description="Other names used for it.")),
+        attributes=(
+            dict[str, str],
+            Field(default_factory=dict, description="Short facts, e.g. role or due date."),
+        ),
+        evidence=(list[int], Field(default_factory=list, description=_EVIDENCE_HELP)),
+    )
+
+
+def _relation_model(ontology: Ontology, endpoints: list[str] | None) -> type[BaseModel]:
+    endpoint: Any = _literal(endpoints) if endpoints else str
+    return create_model(
+        "ExtractedRelation",
+        source=(endpoint, Field(description="Entity name (or known key) the relation starts from.")),
+        type=(_literal(list(ontology.relation_types)), Field(description="One relation type of the list.")),
+        target=(endpoint, Field(description="Entity name (or known key) the relation points to.")),
+        evidence=(list[int], Field(default_factory=list, description=_EVIDENCE_HELP)),
+    )
+
+
+def _reasoning_field() -> tuple[type[str], Any]:
+    return (str, Field(default="", description="One or two sentences: who and what the turns are about."))
+
+
+def build_response_model(ontology: Ontology, *, reasoning: bool = False) -> type[ExtractionResponse]:
+    """The single-call response model: (reasoning), entities, then relations."""
+    fields: dict[str, Any] = {}
+    if reasoning:
+        fields["reasoning"] = _reasoning_field()
+    fields["entities"] = (list[_entity_model(ontology)], Field(default_factory=list))  # type: ignore[misc]
+    fields["relations"] = (
+        list[_relation_model(ontology, None)],  # type: ignore[misc]
+        Field(default_factory=list),
+    )
+    return cast("type[ExtractionResponse]", create_model("Extraction", __base__=ExtractionResponse, **fields))
+
+
+def build_entities_model(ontology: Ontology, *, reasoning: bool = False) -> type[ExtractionResponse]:
+    """Step one of the two-step strategy: entities only."""
+    fields: dict[str, Any] = {}
+    if reasoning:
+        fields["reasoning"] = _reasoning_field()
+    fields["entities"] = (list[_entity_model(ontology)], Field(default_factory=list))  # type: ignore[misc]
+    return cast("type[ExtractionResponse]", create_model("Entities", __base__=ExtractionResponse, **fields))
+
+
+def build_relations_model(ontology: Ontology, endpoints: list[str]) -> type[ExtractionResponse]:
+    """Step two of the two-step strategy: relations whose endpoints are an enum of ``endpoints``.
+
+    A grammar-constrained backend can then only emit endpoints that exist.
+    """
+    relation = _relation_model(ontology, sorted(set(endpoints)))
+    return cast(
+        "type[ExtractionResponse]",
+        create_model(
+            "Relations",
+            __base__=ExtractionResponse,
+            relations=(list[relation], Field(default_factory=list)),  # type: ignore[valid-type]
+        ),
+    )

@@ -1,0 +1,395 @@
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from bub_semantic_memory.errors import OutputTruncatedError, TransportError, ValidationExhaustedError
+from bub_semantic_memory.extractor import Extractor
+from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.models import Entity, Relation
+from bub_semantic_memory.ontology import Ontology
+from bub_semantic_memory.testing import (
+    FakeOpenAIServer,
+    closed_port_url,
+    delay_reply,
+    empty_choices_reply,
+    length_reply,
+    raw_reply,
+    refusal_reply,
+    status_reply,
+    tool_call_reply,
+)
+from bub_semantic_memory.transcript import Entry
+from bub_semantic_memory.transport import RetryPolicy
+from tests.conftest import make_snapshot
+
+FAST = RetryPolicy(backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=5)
+
+ENTRIES = [
+    Entry(1, "anchor", {"name": "session/start", "state": {"owner": "human"}}),
+    Entry(2, "message", {"role": "user", "content": "My colleague Alice Chen works on Project Apollo."}),
+    Entry(3, "message", {"role": "assistant", "content": "Noted."}),
+    Entry(4, "event", {"name": "run", "data": {}}),
+]
+GOOD = {
+    "entities": [
+        {"name": "Alice Chen", "type": "person", "evidence": [2]},
+        {"name": "Project Apollo", "type": "project", "aliases": ["Apollo"], "evidence": [2]},
+    ],
+    "relations": [{"source": "Alice Chen", "type": "works_on", "target": "Project Apollo", "evidence": [2]}],
+}
+
+
+def good() -> Any:
+    return tool_call_reply("Extraction", GOOD)
+
+
+def extractor(server: FakeOpenAIServer, **kwargs: Any) -> Extractor:
+    kwargs.setdefault("retry", FAST)
+    return Extractor(
+        model="fake-model", base_url=server.base_url, api_key="test", prompt="extract@1", **kwargs
+    )
+
+
+def reask_message(server: FakeOpenAIServer, index: int = 1) -> str:
+    return str(server.requests[index].messages[-1]["content"])
+
+
+async def test_a_valid_first_answer_becomes_a_snapshot(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(good())
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 1
+    assert [e.key for e in snapshot.entities] == ["person:alice-chen", "project:project-apollo"]
+    assert snapshot.relations == (
+        Relation(source="person:alice-chen", type="works_on", target="project:project-apollo", evidence=(2,)),
+    )
+    assert (snapshot.first_entry_id, snapshot.last_entry_id) == (1, 4)
+    assert snapshot.prompt == ex.prompt.ref and snapshot.mode == "tools" and snapshot.model == "fake-model"
+    usage = snapshot.usage
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.requests, usage.attempts, usage.reasks) == (
+        100,
+        20,
+        1,
+        1,
+        0,
+    )
+    body = fake_openai.requests[0].body
+    assert body["tool_choice"]["function"]["name"] == "Extraction"
+    assert body["temperature"] == 0.0
+
+
+async def test_the_transcript_is_sent_as_delimited_data(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(good())
+    async with extractor(fake_openai) as ex:
+        await ex.extract(ENTRIES, tape="t")
+    system, user = fake_openai.requests[0].messages
+    assert "Alice Chen" not in system["content"]
+    assert (
+        "<transcript>\n[2] user: My colleague Alice Chen works on Project Apollo.\n[3] assistant: Noted.\n</transcript>"
+        in user["content"]
+    )
+
+
+async def test_a_schema_invalid_answer_is_reasked_with_the_error(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(
+        tool_call_reply("Extraction", {"entities": [{"name": "Alice Chen", "type": "wizard"}]}), good()
+    )
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 2
+    assert reask_message(fake_openai).startswith("Validation Error found")
+    assert "wizard" in reask_message(fake_openai)
+    assert snapshot.usage.attempts == 2 and snapshot.usage.reasks == 1 and snapshot.usage.prompt_tokens == 200
+
+
+async def test_a_dangling_relation_end_is_reasked(fake_openai: FakeOpenAIServer) -> None:
+    dangling = {
+        **GOOD,
+        "relations": [
+            {"source": "Alice Chen", "type": "works_on", "target": "Project Zeus", "evidence": [2]}
+        ],
+    }
+    fake_openai.enqueue(tool_call_reply("Extraction", dangling), good())
+    async with extractor(fake_openai) as ex:
+        await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 2
+    assert "target 'Project Zeus' is not an entity of this extraction" in reask_message(fake_openai)
+
+
+async def test_a_hallucinated_name_is_reasked(fake_openai: FakeOpenAIServer) -> None:
+    invented = {
+        "entities": [*GOOD["entities"], {"name": "Eve Hacker", "type": "person", "evidence": [2]}],
+        "relations": [],
+    }
+    fake_openai.enqueue(tool_call_reply("Extraction", invented), good())
+    async with extractor(fake_openai) as ex:
+        await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 2
+    assert "entity 'Eve Hacker' does not occur in the transcript" in reask_message(fake_openai)
+
+
+async def test_bad_evidence_self_loops_and_duplicates_are_reasked_together(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    broken = {
+        "entities": [
+            {"name": "Alice Chen", "type": "person", "evidence": [99]},
+            {"name": "alice chen", "type": "person", "evidence": [2]},
+        ],
+        "relations": [{"source": "Alice Chen", "type": "knows", "target": "Alice Chen", "evidence": [2]}],
+    }
+    fake_openai.enqueue(tool_call_reply("Extraction", broken), good())
+    async with extractor(fake_openai) as ex:
+        await ex.extract(ENTRIES, tape="t")
+    message = reask_message(fake_openai)
+    assert "3 problem(s)" in message
+    assert "evidence [99] are not turn numbers" in message
+    assert "listed twice" in message and "links an entity to itself" in message
+
+
+async def test_a_refusal_in_plain_text_is_reasked(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(refusal_reply("I cannot help with that."), good())
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 2 and len(snapshot.entities) == 2
+
+
+async def test_validation_that_never_succeeds_raises_with_the_usage(fake_openai: FakeOpenAIServer) -> None:
+    bad = tool_call_reply("Extraction", '{"entities": [')
+    fake_openai.enqueue(bad, bad, bad)
+    async with extractor(fake_openai) as ex:
+        with pytest.raises(ValidationExhaustedError) as caught:
+            await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 3  # the answer plus two re-asks
+    error = caught.value
+    assert error.usage.attempts == 3 and error.usage.requests == 3 and error.usage.prompt_tokens == 300
+    assert error.last_output == '{"entities": [' and error.model == "fake-model"
+    assert "attempts=3" in str(error)
+
+
+async def test_429_with_retry_after_is_honoured(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(status_reply(429, headers={"Retry-After": "1"}), good())
+    started = time.monotonic()
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert time.monotonic() - started >= 0.95
+    assert len(fake_openai.requests) == 2 and snapshot.usage.requests == 2 and snapshot.usage.attempts == 1
+
+
+async def test_a_retry_after_beyond_the_limit_ends_the_call(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(status_reply(429, headers={"Retry-After": "3600"}))
+    async with extractor(fake_openai) as ex:
+        with pytest.raises(TransportError, match="HTTP 429"):
+            await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 1
+
+
+async def test_500s_exhaust_the_transport_bound(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.responder = lambda request: status_reply(500)
+    async with extractor(fake_openai) as ex:
+        with pytest.raises(TransportError, match="HTTP 500") as caught:
+            await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 5
+    assert caught.value.usage.requests == 5 and caught.value.usage.attempts == 0
+    assert "gave up after 5 requests" in str(caught.value)
+
+
+async def test_an_auth_error_is_not_retried(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(status_reply(401))
+    async with extractor(fake_openai) as ex:
+        with pytest.raises(TransportError, match="HTTP 401"):
+            await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 1
+
+
+async def test_a_timeout_is_retried(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(delay_reply(2.0, good()), good())
+    policy = RetryPolicy(backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=0.3)
+    async with extractor(fake_openai, retry=policy) as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 2 and snapshot.usage.requests == 2
+
+
+async def test_a_body_that_is_not_json_is_retried(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(raw_reply(b"<html>bad gateway</html>"), good())
+    async with extractor(fake_openai) as ex:
+        await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 2
+
+
+async def test_empty_choices_are_retried(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(empty_choices_reply(), good())
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 2 and snapshot.usage.requests == 2
+
+
+async def test_a_refused_connection_is_a_transport_error() -> None:
+    async with Extractor(model="m", base_url=closed_port_url(), prompt="extract@1", retry=FAST) as ex:
+        with pytest.raises(TransportError, match="connection failed") as caught:
+            await ex.extract(ENTRIES, tape="t")
+    assert caught.value.usage.requests == 5
+
+
+async def test_output_cut_at_the_limit_of_a_one_line_window_raises(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(length_reply('{"entities": [{"name": "Ali', "Extraction"))
+    async with extractor(fake_openai) as ex:
+        with pytest.raises(OutputTruncatedError):
+            await ex.extract(ENTRIES[:2], tape="t")
+    assert len(fake_openai.requests) == 1
+
+
+async def test_output_cut_at_the_limit_is_retried_per_half_window(fake_openai: FakeOpenAIServer) -> None:
+    first_half = {"entities": [GOOD["entities"][0], GOOD["entities"][1]], "relations": GOOD["relations"]}
+    fake_openai.enqueue(
+        length_reply('{"entities": [', "Extraction"),
+        tool_call_reply("Extraction", first_half),
+        tool_call_reply("Extraction", {"entities": [], "relations": []}),
+    )
+    async with extractor(fake_openai) as ex:
+        snapshots = await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 3
+    assert [(s.first_entry_id, s.last_entry_id) for s in snapshots] == [(1, 2), (3, 4)]
+    assert snapshots[0].usage.requests == 2  # the truncated attempt is charged to the first half
+
+
+async def test_only_new_entries_are_sent_with_known_entities_listed(
+    fake_openai: FakeOpenAIServer, ontology: Ontology
+) -> None:
+    alice = Entity.create("Alice Chen", "person", evidence=[2])
+    memory = MemoryGraph.fold([make_snapshot([alice], tape="t", first=1, last=4)], ontology)
+    later = [
+        *ENTRIES,
+        Entry(5, "message", {"role": "user", "content": "She also joined Globex."}),
+        Entry(6, "message", {"role": "assistant", "content": "Great."}),
+    ]
+    reply = {
+        "entities": [
+            {"name": "Globex", "type": "organization", "evidence": [5]},
+            {"name": "person:alice-chen", "type": "person"},
+        ],
+        "relations": [
+            {"source": "person:alice-chen", "type": "works_for", "target": "Globex", "evidence": [5]}
+        ],
+    }
+    fake_openai.enqueue(tool_call_reply("Extraction", reply))
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(later, tape="t", memory=memory)
+    system, user = fake_openai.requests[0].messages
+    assert "- person:alice-chen (Alice Chen)" in system["content"]
+    transcript = user["content"].split("<transcript>")[1]
+    assert "[5] user: She also joined Globex." in transcript and "[2]" not in transcript
+    assert "[2] user: My colleague Alice Chen" in user["content"].split("<context>")[1]
+    assert (snapshot.first_entry_id, snapshot.last_entry_id) == (5, 6)
+    assert snapshot.relations[0].source == "person:alice-chen"
+    assert [e.key for e in snapshot.entities] == ["organization:globex", "person:alice-chen"]
+
+
+async def test_a_long_tape_is_chunked_and_each_entry_sent_once(fake_openai: FakeOpenAIServer) -> None:
+    entries = [
+        Entry(
+            i,
+            "message",
+            {"role": "user" if i % 2 else "assistant", "content": f"Line number {i} " + "filler " * 30},
+        )
+        for i in range(1, 201)
+    ]
+    fake_openai.responder = lambda request: tool_call_reply("Extraction", {"entities": [], "relations": []})
+    async with extractor(fake_openai, chunk_tokens=600) as ex:
+        snapshots = await ex.extract(entries, tape="t")
+    assert len(fake_openai.requests) == len(snapshots) > 5
+    sent = [
+        int(line.split("]")[0][1:])
+        for request in fake_openai.requests
+        for line in request.messages[-1]["content"]
+        .split("<transcript>")[1]
+        .split("</transcript>")[0]
+        .strip()
+        .splitlines()
+    ]
+    assert sorted(sent) == list(range(1, 201))
+    assert snapshots[0].first_entry_id == 1 and snapshots[-1].last_entry_id == 200
+    assert all(
+        a.last_entry_id + 1 == b.first_entry_id for a, b in itertools.pairwise(snapshots)
+    )
+
+
+async def test_entries_without_conversation_need_no_model_call(fake_openai: FakeOpenAIServer) -> None:
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract([ENTRIES[3]], tape="t")
+    assert fake_openai.requests == [] and snapshot.entities == () and snapshot.usage.requests == 0
+
+
+async def test_the_callers_entries_and_memory_are_not_changed(
+    fake_openai: FakeOpenAIServer, ontology: Ontology
+) -> None:
+    memory = MemoryGraph(ontology)
+    entries = list(ENTRIES)
+    fake_openai.enqueue(
+        tool_call_reply("Extraction", {"entities": [{"name": "x", "type": "wizard"}]}), good()
+    )
+    async with extractor(fake_openai) as ex:
+        await ex.extract(entries, tape="t", memory=memory)
+    assert entries == ENTRIES and len(memory) == 0 and memory.version == 0
+    assert len(fake_openai.requests[0].messages) == 2  # the re-ask did not grow the first request
+
+
+@respx.mock(assert_all_called=True)
+async def test_respx_can_intercept_through_an_httpx_client(respx_mock: respx.MockRouter) -> None:
+    route = respx_mock.post("https://llm.test/v1/chat/completions").mock(
+        side_effect=[
+            httpx.Response(503, json={"error": {"message": "busy"}}),
+            httpx.Response(
+                200,
+                json=json.loads(
+                    json.dumps(
+                        {
+                            "id": "c",
+                            "object": "chat.completion",
+                            "created": 0,
+                            "model": "m",
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "tool_calls",
+                                    "message": {
+                                        "role": "assistant",
+                                        "content": None,
+                                        "tool_calls": [
+                                            {
+                                                "id": "call_1",
+                                                "type": "function",
+                                                "function": {
+                                                    "name": "Extraction",
+                                                    "arguments": json.dumps(GOOD),
+                                                },
+                                            }
+                                        ],
+                                    },
+                                }
+                            ],
+                            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+                        }
+                    )
+                ),
+            ),
+        ]
+    )
+    async with httpx.AsyncClient() as client:
+        ex = Extractor(
+            model="m",
+            base_url="https://llm.test/v1",
+            api_key="k",
+            prompt="extract@1",
+            retry=FAST,
+            http_client=client,
+        )
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert route.call_count == 2 and snapshot.usage.prompt_tokens == 7 and len(snapshot.entities) == 2
