@@ -1,1 +1,116 @@
-"""bub-semantic-memory: a memory of entities and relations, extracted from Bub tapes."""
+"""bub-semantic-memory: a memory of entities and relations, extracted from Bub tapes.
+
+The public surface, by concept:
+
+* data model: :class:`Entity`, :class:`Relation`, :class:`Snapshot`, :class:`Usage`,
+  :class:`Ontology`, :class:`MemoryGraph`;
+* input: :func:`read_tape_file`, :func:`render_transcript`;
+* prompts: :class:`PromptLibrary`, :class:`PromptTemplate`;
+* extraction: :class:`Extractor`, :class:`RetryPolicy`, :class:`Redactor`;
+* storage and injection: :class:`SnapshotStore`, :func:`render_memory`;
+* errors: :class:`SemanticMemoryError` and its subclasses.
+
+The Bub plugin lives in :mod:`bub_semantic_memory.plugin` and the eval harness in
+:mod:`bub_semantic_memory.evals`; importing this package imports neither. Importing
+it does not import bub either (bub loads a ``.env`` file when imported): the store
+names, which need bub, are loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bub_semantic_memory.errors import (
+    ConfigurationError,
+    EvalError,
+    ExtractionError,
+    FixtureError,
+    GateError,
+    OutputTruncatedError,
+    PromptError,
+    PromptFormatError,
+    PromptIntegrityError,
+    PromptNotFoundError,
+    ReplayMissError,
+    SemanticMemoryError,
+    StoreError,
+    TapeNameError,
+    TapeReadError,
+    TransportError,
+    ValidationExhaustedError,
+)
+from bub_semantic_memory.extractor import Extractor
+from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.models import (
+    Entity,
+    PromptRef,
+    Relation,
+    Snapshot,
+    Usage,
+    entity_key,
+    normalize_name,
+)
+from bub_semantic_memory.ontology import Ontology, RelationType
+from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.redact import Redactor
+from bub_semantic_memory.render import MemoryBlock, render_memory
+from bub_semantic_memory.transcript import ReadReport, Transcript, read_tape_file, render_transcript
+from bub_semantic_memory.transport import RetryPolicy
+
+if TYPE_CHECKING:
+    from bub_semantic_memory.store import SnapshotStore, session_tape_name, validate_tape_name
+
+_LAZY = {"SnapshotStore", "session_tape_name", "validate_tape_name"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from bub_semantic_memory import store
+
+        return getattr(store, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "ConfigurationError",
+    "Entity",
+    "EvalError",
+    "ExtractionError",
+    "Extractor",
+    "FixtureError",
+    "GateError",
+    "MemoryBlock",
+    "MemoryGraph",
+    "Ontology",
+    "OutputTruncatedError",
+    "PromptError",
+    "PromptFormatError",
+    "PromptIntegrityError",
+    "PromptLibrary",
+    "PromptNotFoundError",
+    "PromptRef",
+    "PromptTemplate",
+    "ReadReport",
+    "Redactor",
+    "Relation",
+    "RelationType",
+    "ReplayMissError",
+    "RetryPolicy",
+    "SemanticMemoryError",
+    "Snapshot",
+    "SnapshotStore",
+    "StoreError",
+    "TapeNameError",
+    "TapeReadError",
+    "Transcript",
+    "TransportError",
+    "Usage",
+    "ValidationExhaustedError",
+    "entity_key",
+    "normalize_name",
+    "read_tape_file",
+    "render_memory",
+    "render_transcript",
+    "session_tape_name",
+    "validate_tape_name",
+]

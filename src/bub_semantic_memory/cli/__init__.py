@@ -1,0 +1,40 @@
+"""The ``semantic-memory`` command line (also mounted as ``bub memory``).
+
+The CLI parses arguments, calls the public API and renders results: data on
+stdout, progress and logs on stderr. A failure prints one ``Error: ...`` line and
+exits 1 (usage errors exit 2); ``--verbose`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from bub_semantic_memory.cli import _common, eval_cmd, memory_cmd, prompts_cmd
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="semantic-memory",
+    help="Extract a memory of entities and relations from Bub tapes, evaluate it, and tune its prompts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root(
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs and full tracebacks on stderr."),
+) -> None:
+    _common.configure_logging(verbose)
+
+
+memory_cmd.register(app)
+app.add_typer(prompts_cmd.app, name="prompts")
+app.add_typer(eval_cmd.app, name="eval")
+app.add_typer(eval_cmd.fixtures_app, name="fixtures")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,81 @@
+"""Helpers shared by the CLI commands: error reporting, logging, stores, output."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from bub_semantic_memory.errors import SemanticMemoryError
+
+stdout = Console(highlight=False, soft_wrap=True)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+_state = {"verbose": False}
+
+API_KEY_ENV = ["BUB_SEMANTIC_MEMORY_API_KEY", "OPENAI_API_KEY"]
+
+
+def configure_logging(verbose: bool) -> None:
+    """Warnings (or everything with --verbose) to stderr; Instructor's per-attempt noise only when verbose."""
+    _state["verbose"] = verbose
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+    if not verbose:
+        for noisy in ("instructor", "httpx", "httpx2", "openai"):
+            logging.getLogger(noisy).setLevel(logging.CRITICAL)
+
+
+def handle_errors[**P, R](func: Callable[P, R]) -> Callable[P, R]:
+    """Turn the package's errors into one ``Error:`` line and exit code 1 (tracebacks with --verbose)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except SemanticMemoryError as exc:
+            if _state["verbose"]:
+                raise
+            fail(str(exc))
+        except KeyboardInterrupt:
+            stderr.print("Interrupted.")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print ``Error: message`` on stderr and exit."""
+    stderr.print(f"Error: {message}", markup=False)
+    raise typer.Exit(code)
+
+
+@contextlib.asynccontextmanager
+async def tape_store(tapes_dir: Path | None) -> AsyncIterator[Any]:
+    """The tape store to use: ``--tapes-dir`` as a bub file store, else the one bub itself would use."""
+    if tapes_dir is not None:
+        from bub.store import FileTapeStore
+
+        yield FileTapeStore(tapes_dir)
+        return
+    from bub_semantic_memory.store import open_bub_tape_store
+
+    async with open_bub_tape_store() as store:
+        yield store
+
+
+TAPES_DIR_OPTION = typer.Option(
+    None,
+    "--tapes-dir",
+    help="A bub tape directory to use instead of bub's configured store (default: bub's, under BUB_HOME).",
+)

@@ -1,0 +1,175 @@
+"""``extract`` and ``show``: run the extractor on a tape file, print what would be injected."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import typer
+
+from bub_semantic_memory.cli._common import (
+    API_KEY_ENV,
+    TAPES_DIR_OPTION,
+    fail,
+    handle_errors,
+    stderr,
+    stdout,
+    tape_store,
+)
+from bub_semantic_memory.extractor import Extractor
+from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.models import Snapshot
+from bub_semantic_memory.prompts import PromptLibrary
+from bub_semantic_memory.render import DEFAULT_BUDGET, render_memory
+from bub_semantic_memory.store import SnapshotStore, session_tape_name, validate_tape_name
+from bub_semantic_memory.transcript import read_tape_file
+
+PROMPTS_DIR_OPTION = typer.Option(
+    None,
+    "--prompts-dir",
+    envvar="BUB_SEMANTIC_MEMORY_PROMPTS_DIR",
+    help="Prompt directory (default: bundled).",
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the memory commands to ``app`` (the console script, or bub's ``memory`` group)."""
+    app.command("extract")(extract)
+    app.command("show")(show)
+
+
+@handle_errors
+def extract(
+    tape_file: Path = typer.Argument(..., help="A Bub tape JSONL file.", exists=True, dir_okay=False),
+    model: str = typer.Option(
+        ..., "--model", "-m", envvar="BUB_SEMANTIC_MEMORY_MODEL", help="Model name, or 'local' (smoke test)."
+    ),
+    base_url: str | None = typer.Option(
+        None, "--base-url", envvar="BUB_SEMANTIC_MEMORY_BASE_URL", help="OpenAI-compatible endpoint."
+    ),
+    api_key: str | None = typer.Option(
+        None, "--api-key", envvar=API_KEY_ENV, help="Endpoint key.", show_default=False
+    ),
+    mode: str = typer.Option("tools", "--mode", help="Instructor mode: tools, json_schema, md_json, json."),
+    prompt: str = typer.Option("extract", "--prompt", "-p", help="Prompt version, e.g. extract@2."),
+    prompts_dir: Path | None = PROMPTS_DIR_OPTION,
+    tape: str | None = typer.Option(
+        None, "--tape", help="Tape name for the store (default: the file's stem)."
+    ),
+    store: bool = typer.Option(
+        False, "--store", help="Extract after the stored watermark and append the snapshots."
+    ),
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print the snapshots as a JSON array."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Also write the snapshots to FILE (JSON lines)."
+    ),
+) -> None:
+    """Extract entities and relations from a tape file and print the snapshot(s)."""
+    name = validate_tape_name(tape or tape_file.name.removesuffix(".jsonl"))
+    entries, report = read_tape_file(tape_file)
+    if report.issues:
+        counts = ", ".join(f"{n} {reason}" for reason, n in report.counts.items())
+        stderr.print(f"Read {report.entries} entries; skipped or repaired: {counts}", markup=False)
+
+    async def run() -> list[Snapshot]:
+        library = PromptLibrary(prompts_dir) if prompts_dir else None
+        async with Extractor(
+            model=model, base_url=base_url, api_key=api_key, mode=mode, prompt=prompt, prompts=library
+        ) as extractor:
+            if not store:
+                return await extractor.extract(entries, tape=name)
+            async with tape_store(tapes_dir) as backend:
+                snapshots_store = SnapshotStore(backend)
+                memory, _ = await snapshots_store.graph(name, extractor.prompt.ontology)
+                stored: list[Snapshot] = []
+                async for snapshot in extractor.iter_extract(entries, tape=name, memory=memory):
+                    await snapshots_store.append(snapshot)
+                    stored.append(snapshot)
+                if not stored:
+                    stderr.print(f"Nothing new after entry {memory.watermark} of tape {name}.")
+                return stored
+
+    snapshots = asyncio.run(run())
+    if out is not None:
+        out.write_text("".join(s.model_dump_json() + "\n" for s in snapshots), encoding="utf-8")
+    if as_json:
+        stdout.print(
+            json.dumps([s.model_dump(mode="json") for s in snapshots], indent=2, ensure_ascii=False),
+            markup=False,
+        )
+        return
+    _print_snapshots(snapshots)
+
+
+def _print_snapshots(snapshots: list[Snapshot]) -> None:
+    for snapshot in snapshots:
+        usage = snapshot.usage
+        stdout.print(
+            f"# {snapshot.tape} entries {snapshot.first_entry_id}-{snapshot.last_entry_id} "
+            f"· {snapshot.prompt} · {snapshot.model} ({snapshot.mode}) · "
+            f"{usage.prompt_tokens}+{usage.completion_tokens} tokens, {usage.requests} request(s), "
+            f"{usage.reasks} re-ask(s), {usage.latency_s:.2f}s",
+            markup=False,
+        )
+        for entity in snapshot.entities:
+            aliases = f" (also {', '.join(entity.aliases)})" if entity.aliases else ""
+            stdout.print(f"  {entity.key}: {entity.name}{aliases}", markup=False)
+        for relation in snapshot.relations:
+            stdout.print(f"  {relation.source} -{relation.type}-> {relation.target}", markup=False)
+        if not snapshot.entities and not snapshot.relations:
+            stdout.print("  (nothing to remember in these entries)")
+
+
+@handle_errors
+def show(
+    tape: str | None = typer.Argument(None, help="Tape name (see 'bub' tapes), or use --session."),
+    session: str | None = typer.Option(None, "--session", help="A bub session id (with --workspace)."),
+    workspace: Path = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session."),
+    query: str = typer.Option("", "--query", "-q", help="The user message to rank facts for."),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", min=50, help="Token budget of the block."),
+    prompt: str = typer.Option(
+        "extract", "--prompt", "-p", help="Prompt version whose ontology folds the memory."
+    ),
+    prompts_dir: Path | None = PROMPTS_DIR_OPTION,
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print the block and its statistics as JSON."),
+) -> None:
+    """Print exactly the memory block that would be injected for TAPE."""
+    if (tape is None) == (session is None):
+        fail("give either a TAPE name or --session", code=2)
+    name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
+    ontology = (PromptLibrary(prompts_dir) if prompts_dir else PromptLibrary()).load(prompt).ontology
+
+    async def load() -> MemoryGraph:
+        async with tape_store(tapes_dir) as backend:
+            graph, report = await SnapshotStore(backend).graph(name, ontology)
+            if report.issues:
+                stderr.print(
+                    f"Skipped {len(report.issues)} unreadable line(s) of the memory sidecar.", markup=False
+                )
+            return graph
+
+    graph = asyncio.run(load())
+    block = render_memory(graph, query=query, budget=budget)
+    if as_json:
+        payload = {
+            "tape": name,
+            "block": block.text,
+            "tokens": block.tokens,
+            "budget": budget,
+            "entities_shown": block.entities,
+            "facts_shown": block.facts,
+            "entities_omitted": block.omitted,
+            "entities": len(graph),
+            "relations": graph.relation_count,
+            "snapshots": graph.snapshot_count,
+            "watermark": graph.watermark,
+        }
+        stdout.print(json.dumps(payload, indent=2, ensure_ascii=False), markup=False)
+        return
+    if not block:
+        stderr.print(f"No memory for tape {name}: nothing would be injected.", markup=False)
+        return
+    stdout.print(block.text, markup=False)

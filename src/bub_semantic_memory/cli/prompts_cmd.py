@@ -1,0 +1,158 @@
+"""``prompts ...``: list, show, start, diff, release and verify prompt versions (promotion lives in eval)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+import typer
+import yaml
+
+from bub_semantic_memory.cli._common import fail, handle_errors, stdout
+from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
+
+app = typer.Typer(
+    help="Versioned prompt files: list, show, new, diff, release, verify, promote.", no_args_is_help=True
+)
+
+PROMPTS_DIR = typer.Option(
+    None,
+    "--prompts-dir",
+    envvar="BUB_SEMANTIC_MEMORY_PROMPTS_DIR",
+    help="Prompt directory (default: bundled).",
+)
+
+
+def _library(prompts_dir: Path | None) -> PromptLibrary:
+    return PromptLibrary(prompts_dir) if prompts_dir else PromptLibrary()
+
+
+@app.command("list")
+@handle_errors
+def list_prompts(
+    prompts_dir: Path | None = PROMPTS_DIR,
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
+) -> None:
+    """List every prompt version with its status (released, promoted, draft) and sha256."""
+    library = _library(prompts_dir)
+    manifest = library.manifest()
+    rows = []
+    for name in library.names():
+        promoted = manifest.promoted.get(name)
+        for version in library.versions(name):
+            template = PromptTemplate.from_file(library.root / name / f"v{version}.md")
+            ref = str(template)
+            status = (
+                "promoted"
+                if promoted and promoted.version == version
+                else ("released" if ref in manifest.released else "draft")
+            )
+            rows.append(
+                {
+                    "prompt": ref,
+                    "status": status,
+                    "strategy": template.strategy,
+                    "sha256": template.sha256,
+                    "description": template.description,
+                }
+            )
+    if as_json:
+        stdout.print(json.dumps(rows, indent=2), markup=False)
+        return
+    for row in rows:
+        stdout.print(
+            f"{row['prompt']:<12} {row['status']:<9} {row['sha256'][:12]}  {row['description']}", markup=False
+        )
+
+
+@app.command("show")
+@handle_errors
+def show_prompt(
+    ref: str = typer.Argument(..., help="e.g. extract@2, extract@latest, extract@promoted"),
+    prompts_dir: Path | None = PROMPTS_DIR,
+) -> None:
+    """Print a prompt version's metadata and template."""
+    library = _library(prompts_dir)
+    template = library.load(ref)
+    stdout.print(f"# {template}  sha256 {template.sha256}", markup=False)
+    stdout.print(f"# {template.path}", markup=False)
+    stdout.print(template.path.read_text(encoding="utf-8"), markup=False)
+
+
+@app.command("new")
+@handle_errors
+def new_prompt(
+    name: str = typer.Argument(..., help="Prompt name, e.g. extract"),
+    base: str = typer.Option(..., "--from", help="The version to copy, e.g. extract@2"),
+    prompts_dir: Path | None = PROMPTS_DIR,
+) -> None:
+    """Start the next version of NAME as an editable copy of --from."""
+    path = _library(prompts_dir).new_version(name, base=base)
+    stdout.print(
+        f"Created {path} (a draft: edit it, run 'semantic-memory eval run', then 'prompts promote').",
+        markup=False,
+    )
+
+
+def _ontology_text(template: PromptTemplate) -> list[str]:
+    data = template.ontology.model_dump(mode="json", exclude_defaults=True)
+    return yaml.safe_dump(data, sort_keys=True, allow_unicode=True).splitlines(keepends=True)
+
+
+@app.command("diff")
+@handle_errors
+def diff_prompts(
+    old: str = typer.Argument(..., help="e.g. extract@1"),
+    new: str = typer.Argument(..., help="e.g. extract@2"),
+    prompts_dir: Path | None = PROMPTS_DIR,
+) -> None:
+    """Show what changed between two versions: template, then ontology."""
+    library = _library(prompts_dir)
+    a, b = library.load(old), library.load(new)
+    sections = [
+        ("template", (a.system_template + a.user_template), (b.system_template + b.user_template)),
+    ]
+    changed = False
+    for label, left, right in sections:
+        lines = list(
+            difflib.unified_diff(
+                left.splitlines(keepends=True),
+                right.splitlines(keepends=True),
+                fromfile=f"{a} {label}",
+                tofile=f"{b} {label}",
+            )
+        )
+        changed |= bool(lines)
+        stdout.print("".join(lines), markup=False, end="")
+    ontology_lines = list(
+        difflib.unified_diff(
+            _ontology_text(a), _ontology_text(b), fromfile=f"{a} ontology", tofile=f"{b} ontology"
+        )
+    )
+    changed |= bool(ontology_lines)
+    stdout.print("".join(ontology_lines), markup=False, end="")
+    for field in ("strategy", "reasoning"):
+        if getattr(a, field) != getattr(b, field):
+            changed = True
+            stdout.print(f"{field}: {getattr(a, field)} -> {getattr(b, field)}", markup=False)
+    if not changed:
+        stdout.print(f"{a} and {b} do not differ.", markup=False)
+
+
+@app.command("release")
+@handle_errors
+def release_prompt(ref: str = typer.Argument(...), prompts_dir: Path | None = PROMPTS_DIR) -> None:
+    """Record a version's sha256 in the manifest; from then on its content may not change."""
+    template = _library(prompts_dir).release(ref)
+    stdout.print(f"Released {template} (sha256 {template.sha256}).", markup=False)
+
+
+@app.command("verify")
+@handle_errors
+def verify_prompts(prompts_dir: Path | None = PROMPTS_DIR) -> None:
+    """Check every released version against its recorded sha256; exit 1 on a mismatch."""
+    problems = _library(prompts_dir).verify()
+    if problems:
+        fail("; ".join(problems))
+    stdout.print("All released prompt versions match their recorded sha256.")

@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bub_semantic_memory.cli import app
+from bub_semantic_memory.testing import FakeOpenAIServer, status_reply, tool_call_reply
+from tests.conftest import DATA, REPO
+
+runner = CliRunner()
+TAPE = DATA / "bub_run_tape.jsonl"
+EXTRACTION = {
+    "entities": [
+        {"name": "Maya Lin", "type": "person", "evidence": [6]},
+        {"name": "Globex", "type": "organization", "evidence": [6]},
+    ],
+    "relations": [{"source": "Maya Lin", "type": "works_for", "target": "Globex", "evidence": [6]}],
+}
+
+
+def commands(group: object) -> list[list[str]]:
+    import typer.main
+
+    click_group = typer.main.get_command(app)
+    found: list[list[str]] = [[]]
+
+    def walk(command: object, path: list[str]) -> None:
+        for name, sub in getattr(command, "commands", {}).items():
+            found.append([*path, name])
+            walk(sub, [*path, name])
+
+    walk(click_group, [])
+    return found
+
+
+def test_every_command_has_help() -> None:
+    for path in commands(app):
+        result = runner.invoke(app, [*path, "--help"])
+        assert result.exit_code == 0, (path, result.output)
+        assert "Usage" in result.output
+
+
+def test_prompts_list_shows_versions_and_status() -> None:
+    result = runner.invoke(app, ["prompts", "list", "--json"])
+    rows = json.loads(result.stdout)
+    assert {"extract@1", "extract@2"} <= {r["prompt"] for r in rows}
+    assert all(r["status"] in ("draft", "released", "promoted") for r in rows)
+
+
+def test_an_unknown_prompt_is_one_error_line_and_exit_1() -> None:
+    result = runner.invoke(app, ["prompts", "show", "extract@404"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        result.stderr.strip().splitlines()[0]
+    ] and result.stderr.startswith("Error: extract@404 does not exist")
+    assert "Traceback" not in result.output
+
+
+def test_a_bad_tape_name_is_refused(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["show", "../escape", "--tapes-dir", str(tmp_path)])
+    assert result.exit_code == 1 and "could escape the tape directory" in result.stderr
+
+
+def test_show_and_session_are_exclusive(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["show", "--tapes-dir", str(tmp_path)])
+    assert result.exit_code == 2
+
+
+def test_prompts_new_and_diff(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts"
+    shutil.copytree(REPO / "prompts", prompts)
+    created = runner.invoke(
+        app, ["prompts", "new", "extract", "--from", "extract@1", "--prompts-dir", str(prompts)]
+    )
+    assert created.exit_code == 0, created.output
+    new = sorted((prompts / "extract").glob("v*.md"))[-1]
+    new.write_text(new.read_text().replace("Never invent people", "Never make up people"), encoding="utf-8")
+    version = new.stem[1:]
+    diff = runner.invoke(
+        app, ["prompts", "diff", "extract@1", f"extract@{version}", "--prompts-dir", str(prompts)]
+    )
+    assert "-- Extract only facts that the transcript states. Never invent people" in diff.stdout.replace(
+        "\n-", "\n--"
+    )
+    assert f"+++ extract@{version} template" in diff.stdout
+    same = runner.invoke(app, ["prompts", "diff", "extract@1", "extract@1", "--prompts-dir", str(prompts)])
+    assert "do not differ" in same.stdout
+
+
+def test_extract_prints_json_and_stores_incrementally(fake_openai: FakeOpenAIServer, tmp_path: Path) -> None:
+    fake_openai.responder = lambda request: tool_call_reply("Extraction", EXTRACTION)
+    tapes = tmp_path / "tapes"
+    args = [
+        "extract",
+        str(TAPE),
+        "--model",
+        "fake-model",
+        "--base-url",
+        fake_openai.base_url,
+        "--api-key",
+        "k",
+        "--prompt",
+        "extract@1",
+        "--tapes-dir",
+        str(tapes),
+        "--tape",
+        "demo",
+    ]
+    first = runner.invoke(app, [*args, "--store", "--json"])
+    assert first.exit_code == 0, first.output
+    [snapshot] = json.loads(first.stdout)
+    assert [e["key"] for e in snapshot["entities"]] == ["person:maya-lin", "organization:globex"]
+    assert len(fake_openai.requests) == 1
+    again = runner.invoke(app, [*args, "--store"])
+    assert again.exit_code == 0 and "Nothing new after entry 29" in again.stderr
+    assert len(fake_openai.requests) == 1
+    shown = runner.invoke(
+        app, ["show", "demo", "--tapes-dir", str(tapes), "--query", "Where does Maya work?"]
+    )
+    assert shown.stdout.splitlines()[2:4] == ["- Maya Lin (person)", "  - Maya Lin works for Globex"]
+    stats = json.loads(runner.invoke(app, ["show", "demo", "--tapes-dir", str(tapes), "--json"]).stdout)
+    assert stats["watermark"] == 29 and stats["entities"] == 2 and stats["tokens"] <= stats["budget"]
+
+
+def test_show_of_an_empty_memory_prints_nothing(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["show", "nothing-here", "--tapes-dir", str(tmp_path)])
+    assert result.exit_code == 0 and result.stdout == "" and "No memory" in result.stderr
+
+
+def test_an_endpoint_failure_is_one_line_with_the_cause(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.responder = lambda request: status_reply(401)
+    result = runner.invoke(
+        app,
+        ["extract", str(TAPE), "--model", "m", "--base-url", fake_openai.base_url, "--prompt", "extract@1"],
+    )
+    assert result.exit_code == 1
+    assert result.stderr.startswith("Error: HTTP 401 from the endpoint")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag", ["--verbose", "-v"])
+def test_verbose_shows_the_traceback(flag: str) -> None:
+    result = runner.invoke(app, [flag, "prompts", "show", "extract@404"])
+    assert result.exit_code == 1 and result.exception is not None
