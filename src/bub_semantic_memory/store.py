@@ -26,10 +26,17 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from bub.sidecars import sidecar_tape_name
-from bub.store import AsyncTapeStore, AsyncTapeStoreAdapter, FileTapeStore, TapeQuery, TapeStore
+from bub.store import (
+    AsyncTapeStore,
+    AsyncTapeStoreAdapter,
+    FileTapeStore,
+    TapeQuery,
+    TapeStore,
+    is_async_tape_store,
+)
 from bub.tape import TapeEntry
 from pydantic import ValidationError
 
@@ -44,6 +51,7 @@ __all__ = [
     "SNAPSHOT_EVENT",
     "MemorySidecar",
     "SnapshotStore",
+    "fetch_tape",
     "file_tape_directory",
     "memory_tape_name",
     "open_bub_tape_store",
@@ -143,7 +151,10 @@ class SnapshotStore:
                 return [], report
             entries, _ = await asyncio.to_thread(read_tape_file, path, report=report)
         else:
-            entries, _ = coerce_entries(await self._fetch(sidecar), report=report)
+            try:
+                entries = await fetch_tape(self.store, sidecar, report=report)
+            except Exception as exc:
+                raise StoreError(f"cannot read memory sidecar {sidecar}: {exc}") from exc
         snapshots = [s for e in entries if (s := _snapshot_from_entry(e, report)) is not None]
         return snapshots, report
 
@@ -151,16 +162,6 @@ class SnapshotStore:
         """Fold ``tape``'s snapshots into a graph."""
         snapshots, report = await self.load(tape)
         return MemoryGraph.fold(snapshots, ontology, tape=tape), report
-
-    async def _fetch(self, tape: str) -> list[TapeEntry]:
-        query: TapeQuery[Any] = TapeQuery(tape=tape, store=self.store)
-        try:
-            result = self.store.fetch_all(query)
-            if asyncio.iscoroutine(result):
-                result = await result
-            return list(cast("list[TapeEntry]", result))
-        except Exception as exc:
-            raise StoreError(f"cannot read memory sidecar {tape}: {exc}") from exc
 
     # -- writing -----------------------------------------------------------------
 
@@ -179,9 +180,10 @@ class SnapshotStore:
             await asyncio.to_thread(self._append_file, sidecar, entry)
             return
         try:
-            result = self.store.append(sidecar, entry)
-            if asyncio.iscoroutine(result):
-                await result
+            if is_async_tape_store(self.store):
+                await self.store.append(sidecar, entry)
+            else:
+                await asyncio.to_thread(self.store.append, sidecar, entry)
         except Exception as exc:
             raise StoreError(f"cannot append snapshot to {sidecar}: {exc}") from exc
 
@@ -295,6 +297,22 @@ def _snapshot_from_entry(entry: Entry, report: ReadReport) -> Snapshot | None:
             )
         )
         return None
+
+
+async def fetch_tape(
+    store: TapeStore | AsyncTapeStore, tape: str, *, report: ReadReport | None = None
+) -> list[Entry]:
+    """All entries of ``tape`` in ``store`` (sync or async), as :class:`Entry` objects.
+
+    Entries that do not fit the tape format are skipped and counted in ``report``.
+    """
+    query: TapeQuery[Any] = TapeQuery(tape=validate_tape_name(tape), store=store)
+    if is_async_tape_store(store):
+        result: Any = await store.fetch_all(query)
+    else:
+        result = await asyncio.to_thread(lambda: list(store.fetch_all(query)))
+    entries, _ = coerce_entries(list(result), report=report)
+    return entries
 
 
 @contextlib.asynccontextmanager

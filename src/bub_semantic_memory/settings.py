@@ -1,0 +1,120 @@
+"""The plugin's settings: ``BUB_SEMANTIC_MEMORY_*`` variables or bub config's ``semantic-memory`` section.
+
+Precedence (bub's convention for plugin settings): environment variables, then a
+``.env`` file, then the ``semantic-memory:`` section of bub's ``config.yml``, then the
+defaults below. Model, endpoint and key default to bub's own model settings
+(``BUB_MODEL``, ``BUB_API_BASE``, ``BUB_API_KEY``...), so installing the plugin into a
+working bub needs no configuration. This is the only module that reads settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import bub
+from pydantic import Field, SecretStr
+from pydantic_settings import SettingsConfigDict
+
+__all__ = ["ModelEndpoint", "SemanticMemorySettings", "load_settings", "resolve_endpoint"]
+
+# OpenAI-compatible base URLs of bub providers whose any-llm provider has no explicit api_base.
+_PROVIDER_BASE_URLS = {
+    "openai": None,
+    "openrouter": "https://openrouter.ai/api/v1",
+    "deepseek": "https://api.deepseek.com/v1",
+    "ollama": "http://localhost:11434/v1",
+    "groq": "https://api.groq.com/openai/v1",
+    "together": "https://api.together.xyz/v1",
+    "mistral": "https://api.mistral.ai/v1",
+    "lmstudio": "http://localhost:1234/v1",
+    "llamacpp": "http://localhost:8080/v1",
+    "vllm": "http://localhost:8000/v1",
+}
+
+
+@bub.config(name="semantic-memory")
+class SemanticMemorySettings(bub.Settings):
+    """Settings of the semantic memory plugin (env prefix ``BUB_SEMANTIC_MEMORY_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="BUB_SEMANTIC_MEMORY_", extra="ignore", env_file=".env")
+
+    enabled: bool = Field(default=True, description="Extract memory and inject it into the agent's context.")
+    model: str | None = Field(
+        default=None,
+        description="Extraction model; default: the model part of bub's BUB_MODEL. 'local' works.",
+    )
+    base_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint; default: bub's for its provider."
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="Endpoint key; default: bub's key for its provider."
+    )
+    mode: str = Field(default="tools", description="Instructor mode: tools, json_schema, md_json or json.")
+    prompt: str = Field(default="extract", description="Prompt version; default: the promoted one.")
+    prompts_dir: Path | None = Field(
+        default=None, description="A prompt directory replacing the bundled one."
+    )
+    budget: int = Field(default=800, ge=50, description="Token budget of the injected memory block.")
+    every_turns: int = Field(default=1, ge=1, description="Extract after every N-th turn of a session.")
+    min_new_tokens: int = Field(
+        default=0,
+        ge=0,
+        description="Or wait until the new transcript reaches this many tokens (0: no minimum).",
+    )
+    chunk_tokens: int = Field(default=3000, ge=200, description="Transcript tokens per extraction call.")
+    request_timeout: float = Field(
+        default=60.0, gt=0, description="Seconds per HTTP request to the endpoint."
+    )
+    shutdown_timeout: float = Field(
+        default=30.0, ge=0, description="Seconds to wait at shutdown for running extractions."
+    )
+    retry_cooldown: float = Field(
+        default=30.0,
+        ge=0,
+        description="Seconds to wait after a failed extraction before trying that tape again.",
+    )
+    max_concurrent: int = Field(default=2, ge=1, description="Extractions running at once across sessions.")
+    redact_patterns: list[str] = Field(
+        default_factory=list, description="Extra regular expressions to redact."
+    )
+
+
+def load_settings() -> SemanticMemorySettings:
+    """The settings as bub resolves them (environment, ``.env``, config file, defaults)."""
+    return bub.ensure_config(SemanticMemorySettings)
+
+
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """Where extraction requests go."""
+
+    model: str
+    base_url: str | None
+    api_key: str | None
+
+
+def resolve_endpoint(settings: SemanticMemorySettings) -> ModelEndpoint | None:
+    """The extraction endpoint: explicit settings first, then bub's model settings.
+
+    Returns None when no OpenAI-compatible endpoint can be derived (for example bub
+    configured with a provider that speaks another API and no base URL given).
+    """
+    api_key = settings.api_key.get_secret_value() if settings.api_key else None
+    if settings.model and (settings.base_url or settings.model.startswith("local")):
+        return ModelEndpoint(settings.model, settings.base_url, api_key)
+    from bub.builtin.settings import load_settings as load_bub_settings
+
+    agent = load_bub_settings()
+    provider, _, model_id = agent.model.partition(":")
+    if not model_id:
+        provider, model_id = "openai", provider
+    client = agent.model_client_kwargs(provider)
+    base_url = settings.base_url or client.get("api_base")
+    if base_url is None and provider not in _PROVIDER_BASE_URLS:
+        return None
+    return ModelEndpoint(
+        model=settings.model or model_id,
+        base_url=base_url or _PROVIDER_BASE_URLS.get(provider),
+        api_key=api_key or client.get("api_key"),
+    )

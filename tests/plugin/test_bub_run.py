@@ -1,0 +1,60 @@
+"""The real HTTP path: ``bub run`` processes against an OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bub_semantic_memory.testing import FakeOpenAIServer, RecordedRequest, Reply, text_reply, tool_call_reply
+from tests.plugin.conftest import MAYA
+
+
+def respond(request: RecordedRequest) -> Reply:
+    if request.tool_schema_name() == "Extraction":
+        return tool_call_reply(
+            "Extraction",
+            MAYA if "Maya Lin" in str(request.messages[-1]["content"]) else {"entities": [], "relations": []},
+        )
+    return text_reply("Noted.")
+
+
+@pytest.mark.slow
+def test_bub_run_twice_remembers_the_first_turn_in_the_second_request(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with FakeOpenAIServer(responder=respond) as server:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("BUB_", "OPENAI_"))} | {
+            "BUB_HOME": str(tmp_path / "bub-home"),
+            "BUB_MODEL": f"openai:{server.model_ids[0]}",
+            "BUB_API_BASE": server.base_url,  # the plugin reuses bub's model settings by default
+            "BUB_API_KEY": "test-key",
+        }
+
+        def bub_run(message: str) -> None:
+            subprocess.run(
+                [sys.executable, "-m", "bub", "run", message],
+                cwd=workspace,
+                env=env,
+                check=True,
+                capture_output=True,
+                timeout=180,
+            )
+
+        bub_run("Hi, I'm Maya Lin and I live in Lisbon.")
+        agent_calls = [r for r in server.requests if r.tool_schema_name() != "Extraction"]
+        extractions = [r for r in server.requests if r.tool_schema_name() == "Extraction"]
+        assert len(agent_calls) == 1 and agent_calls[0].stream
+        assert len(extractions) == 1  # bub run waited for the extraction at shutdown
+        assert "<memory>" not in str(agent_calls[0].messages[0]["content"])
+        assert extractions[0].body["model"] == server.model_ids[0]
+
+        bub_run("Where do I live?")
+        second = [r for r in server.requests if r.tool_schema_name() != "Extraction"][1]
+        system = second.messages[0]
+        assert system["role"] == "system" and "Maya Lin lives in Lisbon" in str(system["content"])
+    sidecars = list((tmp_path / "bub-home" / "tapes").glob("*__sidecar__semantic_memory.jsonl"))
+    assert len(sidecars) == 1

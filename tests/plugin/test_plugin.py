@@ -1,0 +1,230 @@
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from bub.framework import BubFramework
+
+from bub_semantic_memory.models import Entity, Relation
+from bub_semantic_memory.plugin import TAPE_STATE_KEY, SemanticMemoryPlugin
+from bub_semantic_memory.settings import load_settings, resolve_endpoint
+from bub_semantic_memory.store import SnapshotStore, session_tape_name
+from bub_semantic_memory.testing import status_reply
+from bub_semantic_memory.tokens import estimate_tokens
+from tests.conftest import make_snapshot
+from tests.plugin.conftest import MAYA, Harness, transcript_of
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def system_message(stub_request: object) -> str:
+    messages = stub_request.messages  # type: ignore[attr-defined]
+    assert messages[0]["role"] == "system"
+    assert all(m["role"] != "system" for m in messages[1:]), "memory must never be a trailing system message"
+    return str(messages[0]["content"])
+
+
+async def test_a_fact_taught_in_one_turn_is_in_the_next_turns_context(harness: Harness) -> None:
+    harness.extractions["Maya Lin"] = MAYA
+    framework, plugin, stub = harness.framework()
+    await harness.turn(framework, "Hi, I'm Maya Lin and I live in Lisbon.")
+    assert "<memory>" not in system_message(stub.requests[0])
+    assert len(harness.extraction_requests()) == 1
+    await harness.turn(framework, "Where does Maya live?")
+    block = system_message(stub.requests[1])
+    assert "<memory>" in block and "Maya Lin lives in Lisbon" in block
+    requests = harness.extraction_requests()
+    assert len(requests) == 2  # one extraction per turn
+    assert "Maya Lin" in transcript_of(requests[0])
+    second = transcript_of(requests[1])
+    assert "Where does Maya live?" in second and "I live in Lisbon" not in second  # only the new entries
+    assert plugin.stats["extractions"] == 2 and plugin.stats["extraction_failures"] == 0
+
+
+async def test_the_turn_never_waits_for_the_extractor(harness: Harness) -> None:
+    harness.server.latency = 1.5
+    framework, plugin, _stub = harness.framework()
+    async with framework.running():
+        from bub.channels.message import ChannelMessage
+
+        started = asyncio.get_running_loop().time()
+        await framework.process_inbound(
+            ChannelMessage(session_id="cli:test", channel="cli", chat_id="t", content="hello there")
+        )
+        turn_seconds = asyncio.get_running_loop().time() - started
+        assert turn_seconds < 1.0
+        assert len(plugin._running) == 1  # still extracting in the background
+    assert len(harness.extraction_requests()) == 1  # the lifespan waited for it at shutdown
+
+
+async def test_a_failing_extractor_never_fails_the_turn_and_is_retried_later(harness: Harness) -> None:
+    harness.server.responder = lambda request: status_reply(500)
+    framework, plugin, _stub = harness.framework()
+    result = await harness.turn(framework, "I'm Maya Lin and I live in Lisbon.")
+    assert result.model_output == "ok"
+    assert plugin.stats["extraction_failures"] == 1
+    tape = session_tape_name("cli:test", framework.workspace)
+    graph = plugin.graph(tape)
+    assert graph is not None and graph.watermark == 0  # nothing stored, nothing skipped
+    harness.extractions["Maya Lin"] = MAYA
+    harness.server.responder = harness.respond
+    await harness.turn(framework, "Still there?")
+    assert plugin.stats["extractions"] == 1
+    assert "Maya Lin" in transcript_of(harness.extraction_requests()[-1])  # the backlog, once
+    assert graph.watermark > 0 and len(graph) == 2
+
+
+async def test_a_crashing_extractor_never_fails_the_turn(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("extractor bug")
+
+    monkeypatch.setattr("bub_semantic_memory.extractor.Extractor.iter_extract", crash)
+    framework, plugin, _stub = harness.framework()
+    result = await harness.turn(framework, "I'm Maya Lin.")
+    assert result.model_output == "ok" and plugin.stats["extraction_failures"] == 1
+
+
+async def test_memory_survives_a_process_restart(harness: Harness) -> None:
+    harness.extractions["Maya Lin"] = MAYA
+    framework, plugin, _ = harness.framework()
+    await harness.turn(framework, "I'm Maya Lin and I live in Lisbon.")
+    harness.server.reset()
+    harness.server.responder = harness.respond
+    framework, plugin, stub = harness.framework()  # a new process: new framework, new plugin
+    await harness.turn(framework, "Where do I live?")
+    assert "Maya Lin lives in Lisbon" in system_message(stub.requests[0])
+    assert plugin.stats["loads"] == 1
+
+
+async def test_two_workspaces_never_share_memory(harness: Harness, tmp_path: Path) -> None:
+    harness.extractions["Maya Lin"] = MAYA
+    framework, _, _ = harness.framework()
+    await harness.turn(framework, "I'm Maya Lin and I live in Lisbon.")
+    harness.workspace = tmp_path / "other-workspace"
+    framework, _, stub = harness.framework()
+    await harness.turn(framework, "Where does Maya live?")
+    assert "<memory>" not in system_message(stub.requests[0])
+
+
+async def test_a_subagent_temp_session_reads_the_parents_memory_and_writes_nothing(harness: Harness) -> None:
+    harness.extractions["Maya Lin"] = MAYA
+    framework, plugin, _ = harness.framework()
+    await harness.turn(framework, "I'm Maya Lin and I live in Lisbon.")
+    parent_tape = session_tape_name("cli:test", framework.workspace)
+    subagent_state = {TAPE_STATE_KEY: parent_tape, "session_id": "temp/abc123"}
+    assert "Maya Lin" in plugin.system_prompt("who is Maya?", subagent_state)
+    requests = len(harness.server.requests)
+    await plugin.save_state("temp/abc123", subagent_state, None, "")
+    assert plugin._running == {} and len(harness.server.requests) == requests
+
+
+async def test_the_budget_holds_with_ten_thousand_entities(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BUDGET", "300")
+    framework, _plugin, stub = harness.framework()
+    tape = session_tape_name("cli:test", framework.workspace)
+    people = [Entity.create(f"Person {i}", "person", evidence=[i]) for i in range(10_000)]
+    relations = [
+        Relation(source=people[i].key, type="knows", target=people[(i * 7 + 1) % 10_000].key)
+        for i in range(10_000)
+    ]
+    import bub
+    from bub.store import FileTapeStore
+
+    await SnapshotStore(FileTapeStore(bub.home / "tapes")).append(
+        make_snapshot(people, relations, tape=tape, first=1, last=1)
+    )
+    await harness.turn(framework, "Tell me about Person 77")
+    block = (
+        "<memory>" + system_message(stub.requests[0]).split("<memory>")[1].split("</memory>")[0] + "</memory>"
+    )
+    assert estimate_tokens(block) <= 300
+    assert "Person 77 (person)" in block
+
+
+def test_constructing_the_plugin_does_no_io(tmp_path: Path) -> None:
+    framework = BubFramework(config_file=tmp_path / "config.yml")
+    plugin = SemanticMemoryPlugin(framework)
+    assert plugin._settings is None and plugin._extractor is None
+    assert not Path(os.environ["BUB_HOME"]).exists()
+
+
+async def test_only_one_extraction_per_tape_runs_and_at_most_one_follows(harness: Harness) -> None:
+    framework, plugin, _ = harness.framework()
+    harness.server.latency = 0.3
+    async with framework.running():
+        from bub.channels.message import ChannelMessage
+
+        await framework.process_inbound(
+            ChannelMessage(session_id="cli:test", channel="cli", chat_id="t", content="one")
+        )
+        tape = session_tape_name("cli:test", framework.workspace)
+        store = framework.get_tape_store()
+        assert store is not None
+        for _ in range(5):
+            plugin.schedule(tape, store)
+        assert len(plugin._running) == 1 and plugin.stats["follow_ups"] == 5
+    assert len(harness.extraction_requests()) == 1  # the follow-up found nothing new
+
+
+def test_settings_default_to_bubs_model_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("BUB_MODEL", "openrouter:qwen/qwen3-8b")
+    monkeypatch.setenv("BUB_API_KEY", "sk-or-test")
+    BubFramework(config_file=tmp_path / "config.yml")
+    endpoint = resolve_endpoint(load_settings())
+    assert endpoint is not None
+    assert (endpoint.model, endpoint.base_url, endpoint.api_key) == (
+        "qwen/qwen3-8b",
+        "https://openrouter.ai/api/v1",
+        "sk-or-test",
+    )
+
+
+def test_environment_overrides_the_config_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "config.yml"
+    config.write_text("semantic-memory:\n  budget: 500\n  every_turns: 3\n", encoding="utf-8")
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BUDGET", "650")
+    BubFramework(config_file=config)
+    settings = load_settings()
+    assert settings.budget == 650 and settings.every_turns == 3
+
+
+def test_bub_hooks_lists_the_plugin_for_its_hooks(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUB_")} | {
+        "BUB_HOME": str(tmp_path / "home")
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "bub", "hooks"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
+    for hook in (
+        "load_state",
+        "save_state",
+        "system_prompt",
+        "provide_lifespan",
+        "provide_tape_sidecar",
+        "register_cli_commands",
+    ):
+        assert "semantic-memory" in lines[hook], hook
+    memory = subprocess.run(
+        [sys.executable, "-m", "bub", "memory", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert memory.returncode == 0 and "extract" in memory.stdout and "show" in memory.stdout
