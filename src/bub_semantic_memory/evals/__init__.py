@@ -1,0 +1,59 @@
+"""The eval harness: fixtures with gold, importing conversations as fixtures, scoring.
+
+* :mod:`~bub_semantic_memory.evals.dataset`: fixture directories (a Bub tape plus
+  ``gold.json``), prediction files, the dataset hash;
+* :mod:`~bub_semantic_memory.evals.importer`: plain annotated conversations (JSONL)
+  to fixture directories with realistic Bub tapes;
+* :mod:`~bub_semantic_memory.evals.scoring`: one-to-one alignment of predictions with
+  gold and micro-averaged precision, recall and F1.
+
+Nothing here imports bub, the CLI or the plugin.
+"""
+
+from __future__ import annotations
+
+from bub_semantic_memory.evals.dataset import (
+    GOLD_FILE,
+    TAPE_FILE,
+    Fixture,
+    Gold,
+    GoldEntity,
+    GoldRelation,
+    Prediction,
+    Question,
+    dataset_hash,
+    load_fixtures,
+    load_predictions,
+)
+from bub_semantic_memory.evals.importer import FixtureIssues, ImportReport, import_conversations
+from bub_semantic_memory.evals.scoring import (
+    PRF,
+    DatasetScore,
+    FixtureScore,
+    ScoringConfig,
+    score_dataset,
+    score_fixture,
+)
+
+__all__ = [
+    "GOLD_FILE",
+    "PRF",
+    "TAPE_FILE",
+    "DatasetScore",
+    "Fixture",
+    "FixtureIssues",
+    "FixtureScore",
+    "Gold",
+    "GoldEntity",
+    "GoldRelation",
+    "ImportReport",
+    "Prediction",
+    "Question",
+    "ScoringConfig",
+    "dataset_hash",
+    "import_conversations",
+    "load_fixtures",
+    "load_predictions",
+    "score_dataset",
+    "score_fixture",
+]

@@ -1,0 +1,263 @@
+"""Eval fixtures on disk, their gold annotations and prediction files.
+
+A fixture is a directory holding a Bub tape and the facts a perfect extractor would
+find in it::
+
+    evals/fixtures/<id>/tape.jsonl   a Bub 0.5 tape (one entry per line)
+    evals/fixtures/<id>/gold.json    a :class:`Gold` object
+
+:func:`load_fixtures` validates every ``gold.json`` when the dataset is loaded, but
+reads tapes only when :meth:`Fixture.entries` is called. Predictions (what an
+extractor produced, one :class:`Prediction` per fixture) are JSONL files read by
+:func:`load_predictions`. :func:`dataset_hash` fingerprints the tapes and gold of a
+set of fixtures, so cached results can tell when the dataset changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bub_semantic_memory.errors import FixtureError
+from bub_semantic_memory.transcript import Entry, read_tape_file
+
+__all__ = [
+    "GOLD_FILE",
+    "TAPE_FILE",
+    "Fixture",
+    "Gold",
+    "GoldEntity",
+    "GoldRelation",
+    "Prediction",
+    "Question",
+    "dataset_hash",
+    "load_fixtures",
+    "load_predictions",
+]
+
+TAPE_FILE = "tape.jsonl"
+GOLD_FILE = "gold.json"
+
+
+class GoldEntity(BaseModel):
+    """An entity that should be extracted: display name, ontology type, other names, small facts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    type: str = Field(min_length=1)
+    aliases: list[str] = Field(default_factory=list)
+    attributes: dict[str, str] = Field(default_factory=dict)
+
+
+class GoldRelation(BaseModel):
+    """A relation that should be extracted; ``source`` and ``target`` are entity names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1)
+    target: str = Field(min_length=1)
+    type: str = Field(min_length=1)
+
+
+class Question(BaseModel):
+    """A question the memory should let the agent answer, with its expected answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    answer: str
+
+
+class Gold(BaseModel):
+    """The gold annotation of one fixture (the content of its ``gold.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = ""
+    description: str = ""
+    tags: list[str] = Field(default_factory=list)
+    entities: list[GoldEntity] = Field(default_factory=list)
+    relations: list[GoldRelation] = Field(default_factory=list)
+    questions: list[Question] = Field(default_factory=list)
+
+
+class Prediction(BaseModel):
+    """What an extractor produced for one fixture, in the same shape as :class:`Gold`.
+
+    A predictions file holds one of these per line (JSONL).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    fixture: str = Field(min_length=1)
+    entities: list[GoldEntity] = Field(default_factory=list)
+    relations: list[GoldRelation] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Fixture:
+    """One fixture directory: its id (the directory name), path and validated gold."""
+
+    id: str
+    path: Path
+    gold: Gold
+
+    @property
+    def tape_path(self) -> Path:
+        """The fixture's ``tape.jsonl``."""
+        return self.path / TAPE_FILE
+
+    @property
+    def gold_path(self) -> Path:
+        """The fixture's ``gold.json``."""
+        return self.path / GOLD_FILE
+
+    @property
+    def tags(self) -> list[str]:
+        """The gold's tags."""
+        return self.gold.tags
+
+    @property
+    def description(self) -> str:
+        """The gold's description."""
+        return self.gold.description
+
+    def entries(self) -> list[Entry]:
+        """Read the tape (on every call: tapes are never read at load time).
+
+        Bad lines are skipped and logged by :func:`read_tape_file`.
+
+        Raises:
+            TapeReadError: the tape file cannot be opened.
+        """
+        entries, _ = read_tape_file(self.tape_path)
+        return entries
+
+
+def load_fixtures(directory: Path, *, tags: Sequence[str] = (), ids: Sequence[str] = ()) -> list[Fixture]:
+    """Load the fixtures under ``directory``, sorted by id.
+
+    A fixture is a sub-directory holding both ``tape.jsonl`` and ``gold.json``;
+    sub-directories holding neither are ignored.
+
+    Args:
+        tags: keep fixtures having at least one of these tags (empty: no tag filter).
+        ids: keep only these fixture ids (empty: all); every id must exist.
+
+    Raises:
+        FixtureError: ``directory`` is not a directory or holds no fixture; a
+            sub-directory has only one of the two files; a ``gold.json`` is malformed
+            (the message names the file and quotes the validation error) or names
+            another id; a requested id does not exist; the filters leave nothing.
+    """
+    if not directory.is_dir():
+        raise FixtureError(f"fixture directory {directory} does not exist or is not a directory")
+    fixtures: list[Fixture] = []
+    for child in sorted(directory.iterdir(), key=lambda p: p.name):
+        if not child.is_dir():
+            continue
+        has_tape, has_gold = (child / TAPE_FILE).is_file(), (child / GOLD_FILE).is_file()
+        if not has_tape and not has_gold:
+            continue
+        if not (has_tape and has_gold):
+            missing = TAPE_FILE if not has_tape else GOLD_FILE
+            raise FixtureError(f"fixture {child} has no {missing}")
+        fixtures.append(Fixture(id=child.name, path=child, gold=_read_gold(child)))
+    if not fixtures:
+        raise FixtureError(
+            f"no fixtures in {directory} (expected sub-directories with {TAPE_FILE} and {GOLD_FILE})"
+        )
+
+    if ids:
+        known = {f.id for f in fixtures}
+        missing_ids = [i for i in dict.fromkeys(ids) if i not in known]
+        if missing_ids:
+            raise FixtureError(f"no such fixture in {directory}: {', '.join(missing_ids)}")
+        wanted = set(ids)
+        fixtures = [f for f in fixtures if f.id in wanted]
+    if tags:
+        wanted_tags = set(tags)
+        fixtures = [f for f in fixtures if wanted_tags.intersection(f.tags)]
+        if not fixtures:
+            raise FixtureError(f"no fixture in {directory} has any of the tags: {', '.join(tags)}")
+    return fixtures
+
+
+def _read_gold(folder: Path) -> Gold:
+    path = folder / GOLD_FILE
+    try:
+        gold = Gold.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise FixtureError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValidationError as exc:
+        raise FixtureError(f"malformed gold file {path}: {exc}") from exc
+    if gold.id and gold.id != folder.name:
+        raise FixtureError(
+            f"{path}: gold id {gold.id!r} does not match the fixture directory {folder.name!r}"
+        )
+    return gold if gold.id else gold.model_copy(update={"id": folder.name})
+
+
+def load_predictions(path: Path) -> dict[str, Prediction]:
+    """Read a predictions JSONL file (one :class:`Prediction` per line) keyed by fixture id.
+
+    Blank lines are ignored.
+
+    Raises:
+        FixtureError: the file cannot be read, a line is malformed (the message names
+            the file and line), or two lines predict the same fixture.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise FixtureError(f"cannot read predictions {path}: {exc.strerror or exc}") from exc
+    predictions: dict[str, Prediction] = {}
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            prediction = Prediction.model_validate_json(line)
+        except ValidationError as exc:
+            raise FixtureError(f"{path}:{number}: malformed prediction: {exc}") from exc
+        if prediction.fixture in predictions:
+            raise FixtureError(
+                f"{path}:{number}: duplicate prediction for fixture {prediction.fixture!r} "
+                f"(first on line {first_line[prediction.fixture]})"
+            )
+        predictions[prediction.fixture] = prediction
+        first_line[prediction.fixture] = number
+    return predictions
+
+
+def dataset_hash(fixtures: Iterable[Fixture]) -> str:
+    """A sha256 hex digest over each fixture's id, tape bytes and gold bytes.
+
+    Fixtures are hashed in id order, each field length-prefixed, so the digest
+    changes exactly when a fixture is added, removed, renamed or edited.
+
+    Raises:
+        FixtureError: a tape or gold file cannot be read.
+    """
+    digest = hashlib.sha256()
+    for fixture in sorted(fixtures, key=lambda f: f.id):
+        for part in (
+            fixture.id.encode("utf-8"),
+            _read_bytes(fixture.tape_path),
+            _read_bytes(fixture.gold_path),
+        ):
+            digest.update(len(part).to_bytes(8, "big"))
+            digest.update(part)
+    return digest.hexdigest()
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise FixtureError(f"cannot read {path}: {exc.strerror or exc}") from exc

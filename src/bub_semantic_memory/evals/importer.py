@@ -1,0 +1,421 @@
+"""Turning plain annotated conversations into eval fixtures (a Bub tape plus gold).
+
+A source file is JSONL, one conversation per line::
+
+    {"id": "aliases-bob", "description": "...", "tags": ["people"],
+     "turns": [{"speaker": "user", "text": "Call Robert, he goes by Bob."},
+               {"speaker": "assistant", "text": "", "tool_calls": [{"name": "crm.lookup", "arguments": {}}]},
+               {"speaker": "tool", "name": "crm.lookup", "text": "{...}"},
+               {"speaker": "assistant", "text": "Done."}],
+     "gold": {"entities": [...], "relations": [...], "questions": [...]}}
+
+``description``, ``tags``, ``tool_calls``, ``name`` and ``questions`` are optional.
+Speakers: ``assistant`` (or ``agent``, ``bot``) is the assistant; ``tool`` is the
+result of the preceding assistant turn's tool calls (consecutive tool turns answer
+the calls of one assistant turn, and every call must be answered); ``user`` or any
+other name is a user message from that sender (a group chat).
+
+:func:`import_conversations` writes ``<out>/<id>/tape.jsonl`` shaped like a real
+Bub 0.5 tape (bootstrap anchor and handoff; per user turn ``loop.start``, a system
+prompt and the user message with bub's ``sender_id=...`` header; assistant messages,
+tool calls and results; a ``run`` event closing each run) and ``<out>/<id>/gold.json``.
+Entry dates are synthetic (2026-01-05T09:00:00+00:00, one minute apart), so the same
+input always gives byte-identical output.
+
+Gold problems (unknown types, relation endpoints that are not entity names, names
+that never occur in the conversation) are kept as written and reported in the
+:class:`ImportReport`; only structurally malformed input raises :class:`FixtureError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, NoReturn
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from bub_semantic_memory.errors import FixtureError
+from bub_semantic_memory.evals.dataset import GOLD_FILE, TAPE_FILE, Gold
+from bub_semantic_memory.models import normalize_name
+from bub_semantic_memory.ontology import Ontology
+
+__all__ = ["FixtureIssues", "ImportReport", "import_conversations"]
+
+ASSISTANT_SPEAKERS = frozenset({"assistant", "agent", "bot"})
+TOOL_SPEAKER = "tool"
+_HUMAN_SPEAKERS = frozenset({"user", "human"})
+_FIXTURE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_START = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+_STEP = timedelta(minutes=1)
+_MODEL = "fixture"
+_SYSTEM_PROMPT = "You are Bub, a helpful assistant. Answer the user; call tools when you need facts."
+_BOOTSTRAP_STATE = {"owner": "human"}
+# Scripts written without spaces between words: names in them are matched as substrings.
+_UNSPACED_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "HALFWIDTH KATAKANA", "THAI", "LAO", "KHMER", "MYANMAR")
+
+
+class _SourceToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    arguments: Any = Field(default_factory=dict)
+
+
+class _SourceTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    speaker: str = Field(min_length=1)
+    text: str = ""
+    tool_calls: list[_SourceToolCall] = Field(default_factory=list)
+    name: str | None = None
+
+
+class _SourceConversation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    description: str | None = None
+    tags: list[str] | None = None
+    turns: list[_SourceTurn] = Field(min_length=1)
+    gold: Gold
+
+
+class FixtureIssues(BaseModel):
+    """Gold problems found in one imported conversation (all kept in the output).
+
+    Attributes:
+        unknown_entity_types: entity types the ontology does not define.
+        unknown_relation_types: relation types the ontology does not define.
+        dangling_endpoints: relation endpoints that are not the name of a gold entity
+            (compared through :func:`~bub_semantic_memory.models.normalize_name`; an alias is not enough).
+        unmentioned_names: gold names and aliases that never occur in the conversation text
+            (turn texts, tool arguments and tool results, compared as normalised whole words).
+    """
+
+    unknown_entity_types: list[str] = Field(default_factory=list)
+    unknown_relation_types: list[str] = Field(default_factory=list)
+    dangling_endpoints: list[str] = Field(default_factory=list)
+    unmentioned_names: list[str] = Field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.unknown_entity_types
+            or self.unknown_relation_types
+            or self.dangling_endpoints
+            or self.unmentioned_names
+        )
+
+
+class ImportReport(BaseModel):
+    """What :func:`import_conversations` wrote and what looked wrong.
+
+    Attributes:
+        fixtures: ids of the fixtures written, in source order.
+        issues: per fixture id, the gold problems found (fixtures without problems are absent).
+        warnings: the same problems as human-readable lines, one per problem.
+    """
+
+    fixtures: list[str] = Field(default_factory=list)
+    issues: dict[str, FixtureIssues] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+
+
+@dataclass
+class _Converted:
+    id: str
+    tape: bytes
+    gold: bytes
+    issues: FixtureIssues
+    warnings: list[str]
+
+
+def import_conversations(source: Path, out: Path, *, ontology: Ontology | None = None) -> ImportReport:
+    """Convert plain conversations into fixture directories under ``out``.
+
+    Everything is parsed and checked before anything is written, so a malformed
+    line leaves ``out`` untouched. Existing fixture directories with the same ids are
+    overwritten; others are left alone.
+
+    Args:
+        source: a JSONL file, or a directory whose ``*.jsonl`` files are read in name order.
+        out: the fixtures directory (created if needed).
+        ontology: types to check the gold against; defaults to the ontology of ``extract@1``.
+
+    Raises:
+        FixtureError: the source is missing or empty, a line is malformed (the message
+            names the file and line), or two conversations share an id.
+    """
+    if ontology is None:
+        from bub_semantic_memory.prompts import PromptLibrary
+
+        ontology = PromptLibrary().load("extract@1").ontology
+    converted: list[_Converted] = []
+    seen: dict[str, str] = {}
+    for path in _source_files(source):
+        for number, conversation in _read_source(path):
+            where = f"{path}:{number}"
+            if conversation.id in seen:
+                raise FixtureError(
+                    f"{where}: duplicate conversation id {conversation.id!r} "
+                    f"(first at {seen[conversation.id]})"
+                )
+            seen[conversation.id] = where
+            converted.append(_convert(conversation, ontology, where))
+
+    report = ImportReport()
+    for item in converted:
+        folder = out / item.id
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / TAPE_FILE).write_bytes(item.tape)
+        (folder / GOLD_FILE).write_bytes(item.gold)
+        report.fixtures.append(item.id)
+        if item.issues:
+            report.issues[item.id] = item.issues
+        report.warnings.extend(item.warnings)
+    return report
+
+
+def _source_files(source: Path) -> list[Path]:
+    if source.is_file():
+        return [source]
+    if source.is_dir():
+        files = sorted(p for p in source.glob("*.jsonl") if p.is_file())
+        if not files:
+            raise FixtureError(f"no *.jsonl files in {source}")
+        return files
+    raise FixtureError(f"conversation source {source} does not exist")
+
+
+def _read_source(path: Path) -> list[tuple[int, _SourceConversation]]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise FixtureError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    conversations: list[tuple[int, _SourceConversation]] = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            conversation = _SourceConversation.model_validate_json(line)
+        except ValidationError as exc:
+            raise FixtureError(f"{path}:{number}: malformed conversation: {exc}") from exc
+        if not _FIXTURE_ID.match(conversation.id):
+            raise FixtureError(
+                f"{path}:{number}: conversation id {conversation.id!r} must be 1-128 letters, digits, "
+                "'.', '_' or '-' (it names the fixture directory)"
+            )
+        conversations.append((number, conversation))
+    return conversations
+
+
+def _convert(conversation: _SourceConversation, ontology: Ontology, where: str) -> _Converted:
+    gold = conversation.gold.model_copy(
+        update={
+            "id": conversation.id,
+            "description": (
+                conversation.description
+                if conversation.description is not None
+                else conversation.gold.description
+            ),
+            "tags": list(conversation.tags if conversation.tags is not None else conversation.gold.tags),
+        }
+    )
+    tape = _TapeBuilder(f"{where}: conversation {conversation.id!r}").build(conversation.turns)
+    gold_bytes = (json.dumps(gold.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n").encode()
+    issues, warnings = _check_gold(conversation, gold, ontology)
+    return _Converted(id=conversation.id, tape=tape, gold=gold_bytes, issues=issues, warnings=warnings)
+
+
+@dataclass
+class _TapeBuilder:
+    """Accumulates tape entries for one conversation; raises FixtureError naming ``where``."""
+
+    where: str
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    run_open: bool = False
+    call_counter: int = 0
+    pending: list[tuple[str, str]] = field(default_factory=list)  # (call id, tool name), in call order
+    answers: dict[int, str] = field(default_factory=dict)  # index into pending -> result text
+
+    def build(self, turns: list[_SourceTurn]) -> bytes:
+        self._add("anchor", {"name": "session/start", "state": dict(_BOOTSTRAP_STATE)})
+        self._add(
+            "event",
+            {"name": "handoff", "data": {"name": "session/start", "state": dict(_BOOTSTRAP_STATE)}},
+        )
+        for number, turn in enumerate(turns, start=1):
+            role = _role(turn.speaker)
+            if role != "assistant" and turn.tool_calls:
+                self._fail(number, f"only assistant turns can have tool_calls (speaker {turn.speaker!r})")
+            if role != "tool" and turn.name is not None:
+                self._fail(number, f"only tool turns can have a name (speaker {turn.speaker!r})")
+            if role == "tool":
+                self._tool_result(number, turn)
+                continue
+            self._flush_results(number)
+            if role == "assistant":
+                self._assistant(number, turn)
+            else:
+                self._user(number, turn)
+        self._flush_results(None)
+        self._close_run()
+        return "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in self.entries).encode()
+
+    def _fail(self, turn: int | None, message: str) -> NoReturn:
+        where = f"turn {turn}" if turn is not None else "end of conversation"
+        raise FixtureError(f"{self.where}: {where}: {message}")
+
+    def _add(self, kind: str, payload: dict[str, Any]) -> str:
+        entry_id = len(self.entries) + 1
+        date = (_START + _STEP * (entry_id - 1)).isoformat()
+        self.entries.append({"id": entry_id, "kind": kind, "payload": payload, "meta": {}, "date": date})
+        return date
+
+    def _close_run(self) -> None:
+        if self.run_open:
+            self._add("event", {"name": "run", "data": {"status": "ok"}})
+            self.run_open = False
+
+    def _user(self, number: int, turn: _SourceTurn) -> None:
+        if not turn.text.strip():
+            self._fail(number, "empty user message")
+        speaker = turn.speaker.strip()
+        if any(ch in speaker for ch in "|\n\r"):
+            self._fail(number, f"speaker {turn.speaker!r} cannot contain '|' or a line break")
+        sender = "human" if speaker.casefold() in _HUMAN_SPEAKERS else speaker
+        self._close_run()
+        # The loop.start entry comes first; the header's date is that of the user message, two entries later.
+        message_date = (_START + _STEP * (len(self.entries) + 2)).isoformat()
+        content = f"sender_id={sender}|channel=$cli|chat_id=fixture\n---Date: {message_date}---\n{turn.text}"
+        self._add("event", {"name": "loop.start", "data": {"model": _MODEL, "prompt": content}})
+        self._add("system", {"content": _SYSTEM_PROMPT})
+        self._add("message", {"role": "user", "content": content})
+        self.run_open = True
+
+    def _assistant(self, number: int, turn: _SourceTurn) -> None:
+        if not turn.tool_calls:
+            if not turn.text.strip():
+                self._fail(number, "empty assistant message without tool_calls")
+            self._add("message", {"role": "assistant", "content": turn.text})
+            return
+        calls: list[dict[str, Any]] = []
+        for call in turn.tool_calls:
+            self.call_counter += 1
+            call_id = f"call_{self.call_counter}"
+            self.pending.append((call_id, call.name))
+            arguments = json.dumps(call.arguments, ensure_ascii=False)
+            calls.append(
+                {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+            )
+        payload: dict[str, Any] = {"calls": calls}
+        if turn.text.strip():
+            payload["content"] = turn.text
+        self._add("tool_call", payload)
+
+    def _tool_result(self, number: int, turn: _SourceTurn) -> None:
+        unanswered = [i for i in range(len(self.pending)) if i not in self.answers]
+        if not unanswered:
+            what = "an earlier tool turn already answered every call" if self.pending else "no tool call"
+            self._fail(number, f"tool result without a preceding tool call ({what})")
+        if turn.name is None:
+            index = unanswered[0]
+        else:
+            matching = [i for i in unanswered if self.pending[i][1] == turn.name]
+            if not matching:
+                names = ", ".join(self.pending[i][1] for i in unanswered)
+                self._fail(
+                    number, f"tool result named {turn.name!r} matches no pending call (pending: {names})"
+                )
+            index = matching[0]
+        self.answers[index] = turn.text
+
+    def _flush_results(self, number: int | None) -> None:
+        if not self.pending:
+            return
+        missing = [name for i, (_, name) in enumerate(self.pending) if i not in self.answers]
+        if missing:
+            self._fail(number, f"tool call(s) never answered by a tool turn: {', '.join(missing)}")
+        self._add("tool_result", {"results": [self.answers[i] for i in range(len(self.pending))]})
+        self.pending = []
+        self.answers = {}
+
+
+def _role(speaker: str) -> str:
+    folded = speaker.strip().casefold()
+    if folded in ASSISTANT_SPEAKERS:
+        return "assistant"
+    if folded == TOOL_SPEAKER:
+        return "tool"
+    return "user"
+
+
+def _check_gold(
+    conversation: _SourceConversation, gold: Gold, ontology: Ontology
+) -> tuple[FixtureIssues, list[str]]:
+    fid = conversation.id
+    issues = FixtureIssues()
+    warnings: list[str] = []
+
+    for entity in gold.entities:
+        if entity.type not in ontology.entity_types:
+            warnings.append(f"{fid}: entity {entity.name!r} has unknown type {entity.type!r}")
+            if entity.type not in issues.unknown_entity_types:
+                issues.unknown_entity_types.append(entity.type)
+
+    primary = {normalize_name(e.name) for e in gold.entities}
+    alias_of = {normalize_name(a): e.name for e in gold.entities for a in e.aliases}
+    for relation in gold.relations:
+        label = f"{relation.source} -{relation.type}-> {relation.target}"
+        if relation.type not in ontology.relation_types:
+            warnings.append(f"{fid}: relation {label!r} has unknown type {relation.type!r}")
+            if relation.type not in issues.unknown_relation_types:
+                issues.unknown_relation_types.append(relation.type)
+        for endpoint in (relation.source, relation.target):
+            folded = normalize_name(endpoint)
+            if folded in primary:
+                continue
+            hint = f" (an alias of {alias_of[folded]!r})" if folded in alias_of else ""
+            warnings.append(f"{fid}: relation {label!r}: {endpoint!r} is not a gold entity name{hint}")
+            if endpoint not in issues.dangling_endpoints:
+                issues.dangling_endpoints.append(endpoint)
+
+    haystack = f" {normalize_name(_conversation_text(conversation.turns))} "
+    for entity in gold.entities:
+        for name in (entity.name, *entity.aliases):
+            if name in issues.unmentioned_names or _occurs(name, haystack):
+                continue
+            kind = "name" if name == entity.name else f"alias of {entity.name!r}"
+            warnings.append(f"{fid}: gold {kind} {name!r} does not occur in the conversation")
+            issues.unmentioned_names.append(name)
+    return issues, warnings
+
+
+def _conversation_text(turns: list[_SourceTurn]) -> str:
+    parts: list[str] = []
+    for turn in turns:
+        parts.append(turn.text)
+        parts.extend(json.dumps(call.arguments, ensure_ascii=False) for call in turn.tool_calls)
+    return "\n".join(parts)
+
+
+def _occurs(name: str, haystack: str) -> bool:
+    """Whether ``name`` occurs in the normalised ``haystack`` as whole words.
+
+    Scripts written without spaces between words (Chinese, Japanese, Thai...) cannot be
+    checked on word boundaries, so a name containing such letters only has to be a substring.
+    """
+    needle = normalize_name(name)
+    if not needle:
+        return False
+    if f" {needle} " in haystack:
+        return True
+    return any(_unspaced_script(ch) for ch in needle) and needle in haystack
+
+
+def _unspaced_script(ch: str) -> bool:
+    return unicodedata.name(ch, "").startswith(_UNSPACED_SCRIPTS)

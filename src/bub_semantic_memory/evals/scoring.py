@@ -1,0 +1,425 @@
+"""Scoring predictions against gold: one-to-one alignment, then precision, recall and F1.
+
+Entities. A predicted and a gold entity are candidates when their name sets (name
+plus aliases, each through :func:`~bub_semantic_memory.models.normalize_name`, so
+case, punctuation and a leading article do not matter) intersect. The type-aware
+score also requires equal types; the untyped score ignores types. The alignment is a
+maximum one-to-one matching (a min-cost max-flow over the candidate pairs): as many
+pairs as possible, and among those, as many primary-name matches (instead of
+alias-only matches) as possible. Two predictions of one gold entity therefore count
+once: one true positive and one spurious prediction.
+
+Relations. A relation's endpoints are entity names. A predicted endpoint resolves to
+the predicted entities with that name (or, failing that, alias), then through the
+type-aware entity alignment to gold entities; a gold endpoint resolves to gold
+entities the same way. A predicted relation matches a gold relation when both
+endpoints land on the gold endpoints and the types are equal after
+:attr:`ScoringConfig.relation_synonyms` maps both sides to a canonical type.
+Symmetric types (:attr:`ScoringConfig.symmetric_relations`, checked on the canonical
+type) also match reversed. Relation matching is one-to-one too.
+
+Conventions for :class:`PRF`:
+
+* precision = tp / predicted, or 1.0 when nothing was predicted;
+* recall = tp / gold, or 1.0 when the gold is empty;
+* f1 = harmonic mean of precision and recall, or 0.0 when both are 0.
+
+So an empty gold scored against an empty prediction is 1.0 everywhere, and an empty
+gold against two predictions is precision 0, recall 1, F1 0. Dataset scores are
+micro-averaged: counts are summed over fixtures, then the ratios are taken.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+
+from bub_semantic_memory.evals.dataset import Gold, GoldEntity, GoldRelation, Prediction
+from bub_semantic_memory.models import normalize_name
+from bub_semantic_memory.ontology import Ontology
+
+__all__ = [
+    "PRF",
+    "DatasetScore",
+    "FixtureScore",
+    "ScoringConfig",
+    "score_dataset",
+    "score_fixture",
+]
+
+
+class PRF(BaseModel):
+    """True positives, predicted and gold counts, with precision, recall and F1 derived from them.
+
+    See the module docstring for the empty-set conventions. ``PRF + PRF`` sums the
+    counts (micro-averaging).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tp: int = Field(default=0, ge=0)
+    predicted: int = Field(default=0, ge=0)
+    gold: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _check_counts(self) -> PRF:
+        if self.tp > self.predicted or self.tp > self.gold:
+            raise ValueError(f"tp {self.tp} exceeds predicted {self.predicted} or gold {self.gold}")
+        return self
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def precision(self) -> float:
+        """tp / predicted; 1.0 when nothing was predicted."""
+        return self.tp / self.predicted if self.predicted else 1.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def recall(self) -> float:
+        """tp / gold; 1.0 when the gold is empty."""
+        return self.tp / self.gold if self.gold else 1.0
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def f1(self) -> float:
+        """Harmonic mean of precision and recall; 0.0 when both are 0."""
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def __add__(self, other: PRF) -> PRF:
+        return PRF(
+            tp=self.tp + other.tp, predicted=self.predicted + other.predicted, gold=self.gold + other.gold
+        )
+
+
+@functools.cache
+def _default_symmetric_relations() -> frozenset[str]:
+    from bub_semantic_memory.prompts import PromptLibrary
+
+    return _symmetric_types(PromptLibrary().load("extract@1").ontology)
+
+
+def _symmetric_types(ontology: Ontology) -> frozenset[str]:
+    return frozenset(name for name, rel in ontology.relation_types.items() if rel.symmetric)
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    """How predictions are compared with gold.
+
+    Attributes:
+        symmetric_relations: relation types whose direction does not matter; defaults to
+            the symmetric types of the ``extract@1`` ontology (``knows``, ``family_of``, ...).
+        relation_synonyms: maps a relation type to its canonical type before comparing,
+            on both sides (``{"employed_by": "works_for"}``); applied once, not transitively.
+        type_aware: align entities on names AND types for the headline entity score,
+            the relation score and the missed/spurious lists (the default). When False
+            those use the type-agnostic alignment, so ``entities`` equals ``entities_untyped``.
+    """
+
+    symmetric_relations: frozenset[str] = field(default_factory=_default_symmetric_relations)
+    relation_synonyms: Mapping[str, str] = field(default_factory=dict)
+    type_aware: bool = True
+
+    def __post_init__(self) -> None:
+        # A private read-only copy: the caller's dict can change without changing the config.
+        object.__setattr__(self, "relation_synonyms", MappingProxyType(dict(self.relation_synonyms)))
+        object.__setattr__(self, "symmetric_relations", frozenset(self.symmetric_relations))
+
+    def __hash__(self) -> int:
+        return hash(
+            (self.symmetric_relations, tuple(sorted(self.relation_synonyms.items())), self.type_aware)
+        )
+
+    @classmethod
+    def from_ontology(
+        cls,
+        ontology: Ontology,
+        *,
+        relation_synonyms: Mapping[str, str] | None = None,
+        type_aware: bool = True,
+    ) -> ScoringConfig:
+        """A config whose symmetric relation types are those of ``ontology``."""
+        return cls(
+            symmetric_relations=_symmetric_types(ontology),
+            relation_synonyms=dict(relation_synonyms or {}),
+            type_aware=type_aware,
+        )
+
+    def canonical(self, relation_type: str) -> str:
+        """The relation type after the synonym map."""
+        return self.relation_synonyms.get(relation_type, relation_type)
+
+
+class FixtureScore(BaseModel):
+    """The score of one fixture.
+
+    Attributes:
+        entities: entity PRF with the type-aware alignment (see :attr:`ScoringConfig.type_aware`).
+        entities_untyped: entity PRF ignoring types.
+        relations: relation PRF, endpoints aligned through ``entities``' alignment.
+        missed_entities: gold entities left unaligned, as ``type:Name``.
+        spurious_entities: predicted entities left unaligned, as ``type:Name``.
+        missed_relations: gold relations left unmatched, as ``Source -type-> Target``.
+        spurious_relations: predicted relations left unmatched, as ``Source -type-> Target``.
+        per_entity_type: entity PRF by type (gold counts by gold type, predictions by predicted
+            type, true positives from the type-aware alignment whatever ``type_aware`` says).
+        per_relation_type: relation PRF by canonical relation type.
+    """
+
+    fixture: str = ""
+    entities: PRF = Field(default_factory=PRF)
+    entities_untyped: PRF = Field(default_factory=PRF)
+    relations: PRF = Field(default_factory=PRF)
+    missed_entities: list[str] = Field(default_factory=list)
+    spurious_entities: list[str] = Field(default_factory=list)
+    missed_relations: list[str] = Field(default_factory=list)
+    spurious_relations: list[str] = Field(default_factory=list)
+    per_entity_type: dict[str, PRF] = Field(default_factory=dict)
+    per_relation_type: dict[str, PRF] = Field(default_factory=dict)
+
+
+class DatasetScore(BaseModel):
+    """Micro-averaged scores over fixtures, per-type breakdowns and every fixture's score.
+
+    Attributes:
+        entities: summed type-aware entity counts.
+        entities_untyped: summed type-agnostic entity counts.
+        relations: summed relation counts.
+        per_entity_type: summed per-type entity counts, keyed by type.
+        per_relation_type: summed per-type relation counts, keyed by canonical type.
+        fixtures: the per-fixture scores, in input order.
+    """
+
+    entities: PRF = Field(default_factory=PRF)
+    entities_untyped: PRF = Field(default_factory=PRF)
+    relations: PRF = Field(default_factory=PRF)
+    per_entity_type: dict[str, PRF] = Field(default_factory=dict)
+    per_relation_type: dict[str, PRF] = Field(default_factory=dict)
+    fixtures: list[FixtureScore] = Field(default_factory=list)
+
+
+def score_fixture(gold: Gold, prediction: Prediction, config: ScoringConfig | None = None) -> FixtureScore:
+    """Score one prediction against its gold (see the module docstring for the rules)."""
+    return _score(gold.id or prediction.fixture, gold, prediction, config or ScoringConfig())
+
+
+def score_dataset(
+    fixtures: Sequence[tuple[str, Gold, Prediction | None]], config: ScoringConfig | None = None
+) -> DatasetScore:
+    """Score every ``(fixture id, gold, prediction)``; a missing prediction (None) scores as empty.
+
+    Totals and per-type scores are micro-averaged (counts summed, then the ratios).
+    """
+    config = config or ScoringConfig()
+    scores = [
+        _score(fid, gold, prediction if prediction is not None else Prediction(fixture=fid), config)
+        for fid, gold, prediction in fixtures
+    ]
+    per_entity: dict[str, PRF] = {}
+    per_relation: dict[str, PRF] = {}
+    for score in scores:
+        _merge(per_entity, score.per_entity_type)
+        _merge(per_relation, score.per_relation_type)
+    return DatasetScore(
+        entities=sum((s.entities for s in scores), PRF()),
+        entities_untyped=sum((s.entities_untyped for s in scores), PRF()),
+        relations=sum((s.relations for s in scores), PRF()),
+        per_entity_type=dict(sorted(per_entity.items())),
+        per_relation_type=dict(sorted(per_relation.items())),
+        fixtures=scores,
+    )
+
+
+def _merge(into: dict[str, PRF], other: Mapping[str, PRF]) -> None:
+    for key, value in other.items():
+        into[key] = into[key] + value if key in into else value
+
+
+def _score(fixture_id: str, gold: Gold, prediction: Prediction, config: ScoringConfig) -> FixtureScore:
+    typed = _align_entities(prediction.entities, gold.entities, type_aware=True)
+    untyped = _align_entities(prediction.entities, gold.entities, type_aware=False)
+    alignment = typed if config.type_aware else untyped
+    n_pred, n_gold = len(prediction.entities), len(gold.entities)
+
+    relation_matches = _align_relations(prediction, gold, alignment, config)
+
+    per_entity_type = _per_type(
+        [e.type for e in prediction.entities],
+        [e.type for e in gold.entities],
+        [gold.entities[g].type for g in typed.values()],
+    )
+    per_relation_type = _per_type(
+        [config.canonical(r.type) for r in prediction.relations],
+        [config.canonical(r.type) for r in gold.relations],
+        [config.canonical(gold.relations[g].type) for g in relation_matches.values()],
+    )
+    aligned_gold = set(alignment.values())
+    matched_gold_relations = set(relation_matches.values())
+    return FixtureScore(
+        fixture=fixture_id,
+        entities=PRF(tp=len(alignment), predicted=n_pred, gold=n_gold),
+        entities_untyped=PRF(tp=len(untyped), predicted=n_pred, gold=n_gold),
+        relations=PRF(
+            tp=len(relation_matches), predicted=len(prediction.relations), gold=len(gold.relations)
+        ),
+        missed_entities=[_entity_label(e) for i, e in enumerate(gold.entities) if i not in aligned_gold],
+        spurious_entities=[_entity_label(e) for i, e in enumerate(prediction.entities) if i not in alignment],
+        missed_relations=[
+            _relation_label(r) for i, r in enumerate(gold.relations) if i not in matched_gold_relations
+        ],
+        spurious_relations=[
+            _relation_label(r) for i, r in enumerate(prediction.relations) if i not in relation_matches
+        ],
+        per_entity_type=per_entity_type,
+        per_relation_type=per_relation_type,
+    )
+
+
+def _per_type(predicted: list[str], gold: list[str], matched: list[str]) -> dict[str, PRF]:
+    p, g, tp = Counter(predicted), Counter(gold), Counter(matched)
+    return {t: PRF(tp=tp[t], predicted=p[t], gold=g[t]) for t in sorted(p.keys() | g.keys())}
+
+
+def _entity_label(entity: GoldEntity) -> str:
+    return f"{entity.type}:{entity.name}"
+
+
+def _relation_label(relation: GoldRelation) -> str:
+    return f"{relation.source} -{relation.type}-> {relation.target}"
+
+
+def _name_set(entity: GoldEntity) -> set[str]:
+    return {n for n in (normalize_name(x) for x in (entity.name, *entity.aliases)) if n}
+
+
+def _align_entities(
+    predicted: list[GoldEntity], gold: list[GoldEntity], *, type_aware: bool
+) -> dict[int, int]:
+    """Maximum one-to-one alignment, predicted index -> gold index, preferring primary-name matches."""
+    by_name: dict[str, list[int]] = {}
+    for g, entity in enumerate(gold):
+        for name in _name_set(entity):
+            by_name.setdefault(name, []).append(g)
+    costs: dict[tuple[int, int], int] = {}
+    for p, entity in enumerate(predicted):
+        primary = normalize_name(entity.name)
+        for g in sorted({g for name in _name_set(entity) for g in by_name.get(name, ())}):
+            same_type = entity.type == gold[g].type
+            if type_aware and not same_type:
+                continue
+            # Cheapest: the display names agree; then an alias is involved. Untyped: prefer same types.
+            cost = (0 if primary == normalize_name(gold[g].name) else 2) + (0 if same_type else 1)
+            costs[(p, g)] = cost
+    return _min_cost_matching(len(predicted), len(gold), costs)
+
+
+def _resolve(name: str, entities: list[GoldEntity]) -> set[int]:
+    """Indices of the entities called ``name``: by display name, or failing that by alias."""
+    folded = normalize_name(name)
+    if not folded:
+        return set()
+    primary = {i for i, e in enumerate(entities) if normalize_name(e.name) == folded}
+    if primary:
+        return primary
+    return {i for i, e in enumerate(entities) if folded in {normalize_name(a) for a in e.aliases}}
+
+
+def _align_relations(
+    prediction: Prediction, gold: Gold, alignment: Mapping[int, int], config: ScoringConfig
+) -> dict[int, int]:
+    """One-to-one relation matching, predicted index -> gold index."""
+
+    def endpoint(name: str) -> set[int]:
+        return {alignment[p] for p in _resolve(name, prediction.entities) if p in alignment}
+
+    gold_ends = [
+        (_resolve(r.source, gold.entities), _resolve(r.target, gold.entities), config.canonical(r.type))
+        for r in gold.relations
+    ]
+    costs: dict[tuple[int, int], int] = {}
+    for p, relation in enumerate(prediction.relations):
+        kind = config.canonical(relation.type)
+        source, target = endpoint(relation.source), endpoint(relation.target)
+        if not source or not target:
+            continue
+        symmetric = kind in config.symmetric_relations
+        for g, (gold_source, gold_target, gold_kind) in enumerate(gold_ends):
+            if gold_kind != kind:
+                continue
+            if source & gold_source and target & gold_target:
+                costs[(p, g)] = 0
+            elif symmetric and source & gold_target and target & gold_source:
+                costs[(p, g)] = 1
+    return _min_cost_matching(len(prediction.relations), len(gold.relations), costs)
+
+
+def _min_cost_matching(n_left: int, n_right: int, costs: Mapping[tuple[int, int], int]) -> dict[int, int]:
+    """A maximum-cardinality bipartite matching of minimum total cost, left -> right.
+
+    Successive shortest augmenting paths (Bellman-Ford, since reversed matched edges
+    have negative cost): each augmentation adds one pair at the least extra cost, so the
+    final matching is of maximum size and, among those, of minimum cost. Ties are broken
+    by index, so the result is deterministic.
+    """
+    adjacency: dict[int, list[tuple[int, int]]] = {}
+    for (left, right), cost in sorted(costs.items()):
+        adjacency.setdefault(left, []).append((right, cost))
+    match_left: dict[int, int] = {}
+    match_right: dict[int, int] = {}
+    while True:
+        path = _shortest_augmenting_path(n_left, n_right, adjacency, costs, match_left, match_right)
+        if path is None:
+            return match_left
+        for left, right in path:
+            match_left[left] = right
+            match_right[right] = left
+
+
+def _shortest_augmenting_path(
+    n_left: int,
+    n_right: int,
+    adjacency: Mapping[int, list[tuple[int, int]]],
+    costs: Mapping[tuple[int, int], int],
+    match_left: Mapping[int, int],
+    match_right: Mapping[int, int],
+) -> list[tuple[int, int]] | None:
+    """The cheapest path from a free left node to a free right node, as the pairs it matches."""
+    dist_left = [0.0 if left not in match_left else math.inf for left in range(n_left)]
+    dist_right = [math.inf] * n_right
+    came_from: list[int] = [-1] * n_right  # right -> the left node it was reached from
+    changed = True
+    while changed:
+        changed = False
+        for left in range(n_left):
+            if dist_left[left] == math.inf:
+                continue
+            for right, cost in adjacency.get(left, ()):
+                if match_left.get(left) == right:
+                    continue
+                if dist_left[left] + cost < dist_right[right]:
+                    dist_right[right] = dist_left[left] + cost
+                    came_from[right] = left
+                    changed = True
+        for right, left in match_right.items():
+            candidate = dist_right[right] - costs[(left, right)]
+            if candidate < dist_left[left]:
+                dist_left[left] = candidate
+                changed = True
+    ends = [r for r in range(n_right) if r not in match_right and dist_right[r] < math.inf]
+    if not ends:
+        return None
+    right = min(ends, key=lambda r: (dist_right[r], r))
+    pairs: list[tuple[int, int]] = []
+    while True:
+        left = came_from[right]
+        pairs.append((left, right))
+        if left not in match_left:
+            return pairs
+        right = match_left[left]

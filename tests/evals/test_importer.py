@@ -1,0 +1,355 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bub_semantic_memory.errors import FixtureError
+from bub_semantic_memory.evals import Gold, import_conversations, load_fixtures
+from bub_semantic_memory.transcript import read_tape_file, render_transcript
+from tests.conftest import REPO
+
+SOURCES = REPO / "evals" / "sources"
+FIXTURES = REPO / "evals" / "fixtures"
+
+
+def write_source(path: Path, *conversations: dict[str, Any] | str) -> Path:
+    lines = [c if isinstance(c, str) else json.dumps(c, ensure_ascii=False) for c in conversations]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+MINIMAL: dict[str, Any] = {
+    "id": "minimal",
+    "turns": [
+        {"speaker": "user", "text": "I'm Maya Lin and I work at Globex."},
+        {"speaker": "assistant", "text": "Nice to meet you, Maya!"},
+    ],
+    "gold": {
+        "entities": [
+            {"name": "Maya Lin", "type": "person", "aliases": ["Maya"]},
+            {"name": "Globex", "type": "organization", "aliases": []},
+        ],
+        "relations": [{"source": "Maya Lin", "target": "Globex", "type": "works_for"}],
+    },
+}
+
+TOOLS: dict[str, Any] = {
+    "id": "tools",
+    "description": "a group chat with tools",
+    "tags": ["tool-facts", "group-chat"],
+    "turns": [
+        {"speaker": "user", "text": "Who owns Orion?"},
+        {
+            "speaker": "assistant",
+            "text": "Let me check.",
+            "tool_calls": [
+                {"name": "fs_read", "arguments": {"path": "notes.txt"}},
+                {"name": "crm.lookup", "arguments": {"query": "Orion"}},
+            ],
+        },
+        {"speaker": "tool", "name": "fs_read", "text": "Dana owns Orion."},
+        {"speaker": "tool", "name": "crm.lookup", "text": '{"owner": "Dana Whitfield"}'},
+        {"speaker": "assistant", "text": "Dana Whitfield owns Orion."},
+        {"speaker": "Priya", "text": "Thanks!"},
+        {"speaker": "bot", "text": "Anytime."},
+    ],
+    "gold": {
+        "entities": [
+            {"name": "Dana Whitfield", "type": "person", "aliases": ["Dana"]},
+            {"name": "Orion", "type": "project"},
+        ],
+        "relations": [{"source": "Dana Whitfield", "target": "Orion", "type": "works_on"}],
+        "questions": [{"question": "Who owns Orion?", "answer": "Dana Whitfield"}],
+    },
+}
+
+
+def test_minimal_format_becomes_a_readable_fixture(tmp_path: Path) -> None:
+    out = tmp_path / "fixtures"
+    report = import_conversations(write_source(tmp_path / "src.jsonl", MINIMAL), out)
+    assert report.fixtures == ["minimal"]
+    assert report.warnings == []
+    assert report.issues == {}
+    gold = Gold.model_validate_json((out / "minimal" / "gold.json").read_bytes())
+    assert gold.id == "minimal"
+    assert [e.name for e in gold.entities] == ["Maya Lin", "Globex"]
+    assert gold.relations[0].type == "works_for"
+    entries, read_report = read_tape_file(out / "minimal" / "tape.jsonl")
+    assert read_report.issues == []
+    assert render_transcript(entries).text().splitlines() == [
+        "[5] user: I'm Maya Lin and I work at Globex.",
+        "[6] assistant: Nice to meet you, Maya!",
+    ]
+    [fixture] = load_fixtures(out)
+    assert fixture.id == "minimal"
+
+
+def test_tape_has_the_shape_of_a_bub_tape(tmp_path: Path) -> None:
+    out = tmp_path / "fixtures"
+    import_conversations(write_source(tmp_path / "src.jsonl", TOOLS), out)
+    lines = (out / "tools" / "tape.jsonl").read_text(encoding="utf-8").splitlines()
+    raw = [json.loads(line) for line in lines]
+    assert [list(entry) for entry in raw] == [["id", "kind", "payload", "meta", "date"]] * len(raw)
+    assert [e["id"] for e in raw] == list(range(1, len(raw) + 1))
+    assert all(e["meta"] == {} for e in raw)
+    assert raw[0]["date"] == "2026-01-05T09:00:00+00:00"
+    assert raw[1]["date"] == "2026-01-05T09:01:00+00:00"
+    kinds = [(e["kind"], e["payload"].get("name") or e["payload"].get("role")) for e in raw]
+    assert kinds == [
+        ("anchor", "session/start"),
+        ("event", "handoff"),
+        ("event", "loop.start"),
+        ("system", None),
+        ("message", "user"),
+        ("tool_call", None),
+        ("tool_result", None),
+        ("message", "assistant"),
+        ("event", "run"),
+        ("event", "loop.start"),
+        ("system", None),
+        ("message", "user"),
+        ("message", "assistant"),
+        ("event", "run"),
+    ]
+    assert lines[0] == (
+        '{"id": 1, "kind": "anchor", "payload": {"name": "session/start", "state": {"owner": "human"}}, '
+        '"meta": {}, "date": "2026-01-05T09:00:00+00:00"}'
+    )
+    assert raw[1]["payload"] == {
+        "name": "handoff",
+        "data": {"name": "session/start", "state": {"owner": "human"}},
+    }
+    user = raw[4]["payload"]["content"]
+    assert (
+        user
+        == "sender_id=human|channel=$cli|chat_id=fixture\n---Date: 2026-01-05T09:04:00+00:00---\nWho owns Orion?"
+    )
+    assert raw[2]["payload"]["data"] == {"model": "fixture", "prompt": user}
+    assert raw[11]["payload"]["content"].startswith("sender_id=Priya|channel=$cli|chat_id=fixture\n")
+    assert raw[5]["payload"] == {
+        "calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "fs_read", "arguments": '{"path": "notes.txt"}'},
+            },
+            {
+                "id": "call_2",
+                "type": "function",
+                "function": {"name": "crm.lookup", "arguments": '{"query": "Orion"}'},
+            },
+        ],
+        "content": "Let me check.",
+    }
+    assert raw[6]["payload"] == {"results": ["Dana owns Orion.", '{"owner": "Dana Whitfield"}']}
+    assert raw[8]["payload"] == {"name": "run", "data": {"status": "ok"}}
+
+    entries, report = read_tape_file(out / "tools" / "tape.jsonl")
+    assert report.issues == []
+    assert render_transcript(entries).text().splitlines() == [
+        "[5] user: Who owns Orion?",
+        '[6] assistant: Let me check. ⏎ called fs_read({"path": "notes.txt"}); crm.lookup({"query": "Orion"})',
+        '[7] tool: fs_read returned: Dana owns Orion. ⏎ crm.lookup returned: {"owner": "Dana Whitfield"}',
+        "[8] assistant: Dana Whitfield owns Orion.",
+        "[12] user (Priya): Thanks!",
+        "[13] assistant: Anytime.",
+    ]
+    gold = json.loads((out / "tools" / "gold.json").read_text(encoding="utf-8"))
+    assert gold["description"] == "a group chat with tools"
+    assert gold["tags"] == ["tool-facts", "group-chat"]
+    assert gold["questions"] == [{"question": "Who owns Orion?", "answer": "Dana Whitfield"}]
+
+
+def test_tool_results_follow_call_order_and_unanswered_runs_are_closed(tmp_path: Path) -> None:
+    conversation = {
+        "id": "order",
+        "turns": [
+            {"speaker": "user", "text": "Check both."},
+            {
+                "speaker": "assistant",
+                "tool_calls": [{"name": "a", "arguments": {}}, {"name": "b", "arguments": {}}],
+            },
+            {"speaker": "tool", "name": "b", "text": "from b"},
+            {"speaker": "tool", "name": "a", "text": "from a"},
+            {"speaker": "user", "text": "And?"},
+        ],
+        "gold": {"entities": [], "relations": []},
+    }
+    out = tmp_path / "fixtures"
+    import_conversations(write_source(tmp_path / "src.jsonl", conversation), out)
+    raw = [json.loads(line) for line in (out / "order" / "tape.jsonl").read_text().splitlines()]
+    assert raw[5]["payload"] == {
+        "calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "a", "arguments": "{}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "b", "arguments": "{}"}},
+        ]
+    }
+    assert raw[6]["payload"] == {"results": ["from a", "from b"]}
+    assert [e["kind"] for e in raw[7:]] == ["event", "event", "system", "message", "event"]
+    assert raw[-1]["payload"]["name"] == "run"
+
+
+def test_gold_problems_are_kept_and_reported(tmp_path: Path) -> None:
+    conversation = {
+        "id": "odd",
+        "turns": [{"speaker": "user", "text": "Zara flies the Nimbus out of Oslo."}],
+        "gold": {
+            "entities": [
+                {"name": "Zara", "type": "person", "aliases": ["Captain Z"]},
+                {"name": "Nimbus", "type": "spaceship"},
+                {"name": "Oslo", "type": "location"},
+            ],
+            "relations": [
+                {"source": "Zara", "target": "Nimbus", "type": "pilots"},
+                {"source": "Nimbus", "target": "Bergen", "type": "located_in"},
+            ],
+        },
+    }
+    out = tmp_path / "fixtures"
+    report = import_conversations(write_source(tmp_path / "src.jsonl", conversation), out)
+    gold = Gold.model_validate_json((out / "odd" / "gold.json").read_bytes())
+    assert [e.type for e in gold.entities] == ["person", "spaceship", "location"]
+    assert [r.type for r in gold.relations] == ["pilots", "located_in"]
+    issues = report.issues["odd"]
+    assert issues.unknown_entity_types == ["spaceship"]
+    assert issues.unknown_relation_types == ["pilots"]
+    assert issues.dangling_endpoints == ["Bergen"]
+    assert issues.unmentioned_names == ["Captain Z"]
+    assert len(report.warnings) == 4
+    assert all(w.startswith("odd: ") for w in report.warnings)
+    assert any("'spaceship'" in w for w in report.warnings)
+    assert any("'Captain Z'" in w and "does not occur" in w for w in report.warnings)
+
+
+def test_names_in_unspaced_scripts_are_found_as_substrings(tmp_path: Path) -> None:
+    conversation = {
+        "id": "zh",
+        "turns": [{"speaker": "user", "text": "我们在讨论星火计划。王芳负责数据迁移。"}],
+        "gold": {
+            "entities": [{"name": "星火计划", "type": "project"}, {"name": "王芳", "type": "person"}],
+            "relations": [],
+        },
+    }
+    report = import_conversations(write_source(tmp_path / "src.jsonl", conversation), tmp_path / "out")
+    assert report.warnings == []
+    gold_text = (tmp_path / "out" / "zh" / "gold.json").read_text(encoding="utf-8")
+    assert "星火计划" in gold_text  # ensure_ascii=False
+
+
+def test_an_alias_used_as_an_endpoint_is_reported_with_a_hint(tmp_path: Path) -> None:
+    relations = [{"source": "Maya", "target": "Globex", "type": "works_for"}]
+    conversation = {**MINIMAL, "gold": {**MINIMAL["gold"], "relations": relations}}
+    report = import_conversations(write_source(tmp_path / "src.jsonl", conversation), tmp_path / "out")
+    assert report.warnings == [
+        "minimal: relation 'Maya -works_for-> Globex': 'Maya' is not a gold entity name (an alias of 'Maya Lin')"
+    ]
+
+
+def tool_turn(name: str = "fs_read") -> dict[str, Any]:
+    return {"speaker": "tool", "name": name, "text": "result"}
+
+
+@pytest.mark.parametrize(
+    ("turns", "message"),
+    [
+        (
+            [{"speaker": "user", "text": "hi"}, tool_turn()],
+            "turn 2: tool result without a preceding tool call",
+        ),
+        (
+            [
+                {"speaker": "user", "text": "hi"},
+                {"speaker": "assistant", "tool_calls": [{"name": "fs_read", "arguments": {}}]},
+                tool_turn(),
+                tool_turn(),
+            ],
+            "turn 4: tool result without a preceding tool call",
+        ),
+        (
+            [
+                {"speaker": "user", "text": "hi"},
+                {"speaker": "assistant", "tool_calls": [{"name": "fs_read", "arguments": {}}]},
+                tool_turn("web.fetch"),
+            ],
+            "turn 3: tool result named 'web.fetch' matches no pending call",
+        ),
+        (
+            [
+                {"speaker": "user", "text": "hi"},
+                {"speaker": "assistant", "tool_calls": [{"name": "fs_read", "arguments": {}}]},
+                {"speaker": "assistant", "text": "done"},
+            ],
+            "turn 3: tool call(s) never answered",
+        ),
+        (
+            [{"speaker": "user", "text": "hi"}, {"speaker": "assistant", "tool_calls": [{"name": "x"}]}],
+            "end of conversation: tool call(s) never answered",
+        ),
+        ([{"speaker": "user", "text": "  "}], "turn 1: empty user message"),
+        ([{"speaker": "a|b", "text": "hi"}], "turn 1: speaker 'a|b' cannot contain"),
+        ([{"speaker": "user", "text": "hi", "tool_calls": [{"name": "x"}]}], "turn 1: only assistant turns"),
+    ],
+)
+def test_malformed_conversations_name_the_file_and_line(
+    tmp_path: Path, turns: list[dict[str, Any]], message: str
+) -> None:
+    source = write_source(
+        tmp_path / "src.jsonl",
+        MINIMAL,
+        {"id": "bad", "turns": turns, "gold": {"entities": [], "relations": []}},
+    )
+    out = tmp_path / "out"
+    with pytest.raises(FixtureError) as caught:
+        import_conversations(source, out)
+    assert f"{source}:2: conversation 'bad': {message}" in str(caught.value)
+    assert not out.exists()  # nothing is written when any line is malformed
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{not json", "malformed conversation"),
+        (json.dumps({"id": "x", "turns": []}), "malformed conversation"),
+        (
+            json.dumps({"id": "../escape", "turns": [{"speaker": "user", "text": "hi"}], "gold": {}}),
+            "conversation id",
+        ),
+        (json.dumps(MINIMAL), "duplicate conversation id 'minimal'"),
+    ],
+)
+def test_malformed_lines_are_fixture_errors(tmp_path: Path, line: str, message: str) -> None:
+    source = write_source(tmp_path / "src.jsonl", MINIMAL, "", line)
+    with pytest.raises(FixtureError, match=rf"src\.jsonl:3: .*{message}"):
+        import_conversations(source, tmp_path / "out")
+
+
+def test_missing_source_is_a_fixture_error(tmp_path: Path) -> None:
+    with pytest.raises(FixtureError, match="does not exist"):
+        import_conversations(tmp_path / "nope.jsonl", tmp_path / "out")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FixtureError, match=r"no \*\.jsonl files"):
+        import_conversations(tmp_path / "empty", tmp_path / "out")
+
+
+def test_real_sources_regenerate_the_committed_fixtures_byte_for_byte(tmp_path: Path) -> None:
+    first = import_conversations(SOURCES, tmp_path / "one")
+    second = import_conversations(SOURCES, tmp_path / "two")
+    assert first == second
+    assert len(first.fixtures) == len(set(first.fixtures))
+    committed = sorted(p.relative_to(FIXTURES) for p in FIXTURES.rglob("*") if p.is_file())
+    for root in (tmp_path / "one", tmp_path / "two"):
+        generated = sorted(p.relative_to(root) for p in root.rglob("*") if p.is_file())
+        assert generated == committed
+        for relative in generated:
+            assert (root / relative).read_bytes() == (FIXTURES / relative).read_bytes(), relative
+
+
+def test_every_committed_tape_reads_cleanly() -> None:
+    for fixture in load_fixtures(FIXTURES):
+        entries, report = read_tape_file(fixture.tape_path)
+        assert report.issues == [], fixture.id
+        assert entries[0].kind == "anchor"
+        assert render_transcript(entries), fixture.id
