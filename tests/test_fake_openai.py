@@ -76,7 +76,7 @@ def test_import_starts_nothing() -> None:
     code = (
         "import threading, bub_semantic_memory.testing as t, bub_semantic_memory.testing.fake_openai as f\n"
         "assert threading.active_count() == 1, threading.enumerate()\n"
-        "assert sorted(t.__all__) == sorted(f.__all__)\n"
+        "assert set(f.__all__) <= set(t.__all__)\n"
         "assert all(hasattr(t, n) for n in t.__all__)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import re
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -54,9 +55,13 @@ def handle_errors[**P, R](func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+_PYDANTIC_HINT = re.compile(r"For further information visit \S+")
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
-    """Print ``Error: message`` on stderr and exit."""
-    stderr.print(f"Error: {message}", markup=False)
+    """Print ``Error: message`` (always one line) on stderr and exit."""
+    one_line = " ".join(_PYDANTIC_HINT.sub("", message).split())
+    stderr.print(f"Error: {one_line}", markup=False)
     raise typer.Exit(code)
 
 

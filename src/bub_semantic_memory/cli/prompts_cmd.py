@@ -156,3 +156,12 @@ def verify_prompts(prompts_dir: Path | None = PROMPTS_DIR) -> None:
     if problems:
         fail("; ".join(problems))
     stdout.print("All released prompt versions match their recorded sha256.")
+
+
+def _register_promote() -> None:
+    from bub_semantic_memory.cli.eval_cmd import promote_command
+
+    app.command("promote")(handle_errors(promote_command))
+
+
+_register_promote()

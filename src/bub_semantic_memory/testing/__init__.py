@@ -27,6 +27,7 @@ from bub_semantic_memory.testing.fake_openai import (
     text_reply,
     tool_call_reply,
 )
+from bub_semantic_memory.testing.oracle import OracleResponder
 
 __all__ = [
     "CHAT_COMPLETIONS_PATH",
@@ -35,6 +36,7 @@ __all__ = [
     "CompletionReply",
     "DelayReply",
     "FakeOpenAIServer",
+    "OracleResponder",
     "RawReply",
     "RecordedRequest",
     "Reply",

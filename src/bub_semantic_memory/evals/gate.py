@@ -1,0 +1,105 @@
+"""The promotion gate: a candidate prompt version replaces the promoted one only if it does not regress.
+
+The gate runs the currently promoted version (the baseline) and the candidate on the
+same fixtures with the same model, and refuses the candidate when its entity F1,
+relation F1 or success rate falls more than ``tolerance`` below the baseline's. With
+nothing promoted yet, the candidate only has to extract at least one fixture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from bub_semantic_memory.errors import GateError
+from bub_semantic_memory.evals.dataset import Fixture
+from bub_semantic_memory.evals.report import PromptRun, Report
+from bub_semantic_memory.evals.runner import RunOptions, run_eval
+from bub_semantic_memory.prompts import Promotion, PromptLibrary, PromptTemplate
+
+__all__ = ["DEFAULT_TOLERANCE", "GateOutcome", "check_gate", "promote"]
+
+DEFAULT_TOLERANCE = 0.02
+
+
+def check_gate(baseline: PromptRun | None, candidate: PromptRun, *, tolerance: float) -> list[str]:
+    """Reasons to refuse ``candidate`` (empty: it passes)."""
+    reasons: list[str] = []
+    if candidate.metrics.success_rate == 0:
+        reasons.append(f"{candidate.prompt} extracted no fixture successfully")
+    if baseline is None:
+        return reasons
+    checks = [
+        ("entity F1", baseline.metrics.entities.f1, candidate.metrics.entities.f1),
+        ("relation F1", baseline.metrics.relations.f1, candidate.metrics.relations.f1),
+        ("success rate", baseline.metrics.success_rate, candidate.metrics.success_rate),
+    ]
+    for label, before, after in checks:
+        if after < before - tolerance:
+            reasons.append(
+                f"{label} dropped from {before:.3f} ({baseline.prompt}) to {after:.3f} ({candidate.prompt}), "
+                f"more than the tolerance of {tolerance:.3f}"
+            )
+    return reasons
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """What the gate decided, and the eval it decided on."""
+
+    promotion: Promotion
+    report: Report
+
+
+def _scores(run: PromptRun) -> dict[str, float]:
+    metrics = run.metrics
+    return {
+        "entity_precision": round(metrics.entities.precision, 4),
+        "entity_recall": round(metrics.entities.recall, 4),
+        "entity_f1": round(metrics.entities.f1, 4),
+        "relation_precision": round(metrics.relations.precision, 4),
+        "relation_recall": round(metrics.relations.recall, 4),
+        "relation_f1": round(metrics.relations.f1, 4),
+        "schema_valid_first_try": metrics.schema_valid_first_try,
+        "success_rate": metrics.success_rate,
+        "fixtures": float(metrics.fixtures),
+    }
+
+
+async def promote(
+    library: PromptLibrary,
+    candidate: PromptTemplate,
+    fixtures: Sequence[Fixture],
+    options: RunOptions,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    fixtures_dir: Path | str = "",
+    console: Console | None = None,
+) -> GateOutcome:
+    """Run baseline and candidate, and promote the candidate if it passes the gate.
+
+    Raises:
+        GateError: the candidate regressed; the message lists every reason.
+    """
+    current = library.manifest().promoted.get(candidate.name)
+    baseline = None
+    if current is not None and current.version != candidate.version:
+        baseline = library.load(f"{candidate.name}@{current.version}")
+    prompts = [baseline, candidate] if baseline is not None else [candidate]
+    report = await run_eval(fixtures, prompts, options, fixtures_dir=fixtures_dir, console=console)
+    base_run = report.runs[0] if baseline is not None else None
+    cand_run = report.runs[-1]
+    reasons = check_gate(base_run, cand_run, tolerance=tolerance)
+    if reasons:
+        raise GateError(f"{candidate} was not promoted: " + "; ".join(reasons))
+    promotion = library.promote(
+        candidate,
+        model=options.model,
+        scores=_scores(cand_run),
+        baseline=base_run.prompt if base_run else None,
+        tolerance=tolerance,
+    )
+    return GateOutcome(promotion=promotion, report=report)

@@ -1,0 +1,227 @@
+"""Eval results as data: per-fixture results, per-run metrics, comparisons between runs.
+
+This module owns the shape of ``report.json`` (rendering to tables, Markdown and
+HTML lives in :mod:`.render`). A report holds one :class:`PromptRun` per prompt
+version, each with its :class:`Metrics` and every fixture's :class:`FixtureResult`
+(scores, missed and spurious items, usage, the prediction itself), so saved reports
+can be compared later without re-running anything.
+
+Comparisons use a paired bootstrap over fixtures: resample fixture ids with
+replacement, recompute both runs' micro F1 on the same resample, and take the 2.5th
+and 97.5th percentiles of the difference (fixed seed, so reports are reproducible).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from bub_semantic_memory.evals.dataset import Prediction
+from bub_semantic_memory.evals.scoring import PRF
+from bub_semantic_memory.models import Usage
+
+__all__ = [
+    "REPORT_SCHEMA_VERSION",
+    "Comparison",
+    "FixtureResult",
+    "Metrics",
+    "PromptRun",
+    "Report",
+    "compare_runs",
+    "load_report",
+    "paired_bootstrap",
+    "percentile",
+]
+
+REPORT_SCHEMA_VERSION = 1
+DEFAULT_RESAMPLES = 2000
+
+
+class FixtureResult(BaseModel):
+    """One fixture under one prompt version.
+
+    Attributes:
+        ok: every window was extracted (False: ``error`` says why; partial results are scored).
+        cached: the extraction came from the response cache (no model call in this run).
+        calls: extraction calls (windows with a model call).
+        first_try_valid_calls: calls whose first answer passed validation.
+        usage: what the extraction cost when it ran (the original run's usage when cached).
+        requests_made: HTTP requests made in this run (0 when cached).
+    """
+
+    fixture: str
+    ok: bool = True
+    error: str | None = None
+    error_type: str | None = None
+    cached: bool = False
+    calls: int = 0
+    first_try_valid_calls: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    call_latencies_s: list[float] = Field(default_factory=list)
+    requests_made: int = 0
+    entities: PRF = Field(default_factory=PRF)
+    entities_untyped: PRF = Field(default_factory=PRF)
+    relations: PRF = Field(default_factory=PRF)
+    missed_entities: list[str] = Field(default_factory=list)
+    spurious_entities: list[str] = Field(default_factory=list)
+    missed_relations: list[str] = Field(default_factory=list)
+    spurious_relations: list[str] = Field(default_factory=list)
+    prediction: Prediction
+
+
+class Metrics(BaseModel):
+    """Aggregates of one run over all fixtures (micro-averaged scores)."""
+
+    fixtures: int
+    failed_fixtures: int
+    entities: PRF
+    entities_untyped: PRF
+    relations: PRF
+    per_entity_type: dict[str, PRF] = Field(default_factory=dict)
+    per_relation_type: dict[str, PRF] = Field(default_factory=dict)
+    schema_valid_first_try: float = Field(
+        description="Share of extraction calls whose first answer was valid."
+    )
+    success_rate: float = Field(description="Share of fixtures extracted completely.")
+    mean_attempts: float = Field(description="Model answers per extraction call (1.0: no re-asks).")
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    requests_made: int = Field(
+        default=0, description="HTTP requests made by this run (0 for a cached re-run)."
+    )
+    cached_fixtures: int = 0
+    latency_p50_s: float = 0.0
+    latency_p95_s: float = 0.0
+
+
+class PromptRun(BaseModel):
+    """One prompt version run over the fixtures."""
+
+    prompt: str
+    prompt_sha256: str
+    model: str
+    mode: str
+    metrics: Metrics
+    fixtures: list[FixtureResult]
+
+
+class Comparison(BaseModel):
+    """A candidate run against a baseline run on the fixtures both share."""
+
+    baseline: str
+    candidate: str
+    fixtures_compared: int
+    entity_f1_delta: float
+    entity_f1_ci95: tuple[float, float]
+    relation_f1_delta: float
+    relation_f1_ci95: tuple[float, float]
+    resamples: int
+
+
+class Report(BaseModel):
+    """``report.json``: every run of an eval, and comparisons of each run with the first."""
+
+    schema_version: int = REPORT_SCHEMA_VERSION
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    fixtures_dir: str
+    dataset_sha256: str
+    fixture_ids: list[str]
+    runs: list[PromptRun]
+    comparisons: list[Comparison] = Field(default_factory=list)
+
+
+def load_report(path: Path) -> Report:
+    """Read a saved ``report.json`` (raises :class:`~bub_semantic_memory.errors.EvalError` if malformed)."""
+    from pydantic import ValidationError
+
+    from bub_semantic_memory.errors import EvalError
+
+    try:
+        return Report.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        raise EvalError(f"cannot read report {path}: {exc}") from exc
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) with linear interpolation; 0.0 for no values."""
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return float(values[0])
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _counts(
+    results: Sequence[FixtureResult], field: Literal["entities", "relations"]
+) -> list[tuple[int, int, int]]:
+    return [(getattr(r, field).tp, getattr(r, field).predicted, getattr(r, field).gold) for r in results]
+
+
+def _micro_f1(counts: Sequence[tuple[int, int, int]]) -> float:
+    tp = sum(c[0] for c in counts)
+    predicted = sum(c[1] for c in counts)
+    gold = sum(c[2] for c in counts)
+    return float(PRF(tp=tp, predicted=predicted, gold=gold).f1)
+
+
+def paired_bootstrap(
+    baseline: Sequence[FixtureResult],
+    candidate: Sequence[FixtureResult],
+    field: Literal["entities", "relations"],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> tuple[float, tuple[float, float]]:
+    """Micro-F1 difference (candidate - baseline) and its 95% paired-bootstrap interval.
+
+    Both sequences must be aligned: the same fixture at the same index.
+    """
+    base, cand = _counts(baseline, field), _counts(candidate, field)
+    delta = _micro_f1(cand) - _micro_f1(base)
+    if not base:
+        return delta, (delta, delta)
+    rng = random.Random(seed)
+    indices = range(len(base))
+    deltas = []
+    for _ in range(resamples):
+        sample = rng.choices(indices, k=len(base))
+        deltas.append(_micro_f1([cand[i] for i in sample]) - _micro_f1([base[i] for i in sample]))
+    return delta, (round(percentile(deltas, 0.025), 6), round(percentile(deltas, 0.975), 6))
+
+
+def compare_runs(
+    baseline: PromptRun, candidate: PromptRun, *, resamples: int = DEFAULT_RESAMPLES
+) -> Comparison:
+    """Compare two runs on the fixtures they share (paired by fixture id)."""
+    theirs = {r.fixture: r for r in candidate.fixtures}
+    pairs = [(r, theirs[r.fixture]) for r in baseline.fixtures if r.fixture in theirs]
+    base = [b for b, _ in pairs]
+    cand = [c for _, c in pairs]
+    entity_delta, entity_ci = paired_bootstrap(base, cand, "entities", resamples=resamples)
+    relation_delta, relation_ci = paired_bootstrap(base, cand, "relations", resamples=resamples)
+    return Comparison(
+        baseline=f"{baseline.prompt} ({baseline.model})",
+        candidate=f"{candidate.prompt} ({candidate.model})",
+        fixtures_compared=len(pairs),
+        entity_f1_delta=round(entity_delta, 6),
+        entity_f1_ci95=entity_ci,
+        relation_f1_delta=round(relation_delta, 6),
+        relation_f1_ci95=relation_ci,
+        resamples=resamples,
+    )
+
+
+def median(values: Sequence[float]) -> float:
+    """Median, 0.0 for no values."""
+    return float(statistics.median(values)) if values else 0.0

@@ -1,0 +1,312 @@
+"""Running prompt versions over fixtures: bounded concurrency, the response cache, scoring.
+
+For each prompt version and each fixture, the fixture's tape is extracted from the
+start (an empty memory), the snapshots are folded into a graph, and the graph is
+scored against the gold. A fixture whose extraction fails is recorded as a failure
+with its error (its partial result still scored) and the run goes on.
+
+Cache policies: ``use`` (read, then write what was missing), ``off`` (no reads, no
+writes) and ``replay`` (read only; a miss is a recorded :class:`ReplayMissError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from bub_semantic_memory.errors import ExtractionError, ReplayMissError
+from bub_semantic_memory.evals.cache import ResponseCache, cache_key
+from bub_semantic_memory.evals.dataset import Fixture, GoldEntity, GoldRelation, Prediction, dataset_hash
+from bub_semantic_memory.evals.report import (
+    FixtureResult,
+    Metrics,
+    PromptRun,
+    Report,
+    compare_runs,
+    percentile,
+)
+from bub_semantic_memory.evals.scoring import ScoringConfig, score_dataset, score_fixture
+from bub_semantic_memory.extractor import Extractor
+from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.models import Snapshot, Usage
+from bub_semantic_memory.ontology import Ontology
+from bub_semantic_memory.prompts import PromptTemplate
+from bub_semantic_memory.redact import Redactor
+from bub_semantic_memory.transcript import render_transcript
+from bub_semantic_memory.transport import ChatBackend, RetryPolicy
+
+__all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval"]
+
+type CachePolicy = Literal["use", "off", "replay"]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run an eval.
+
+    Attributes:
+        concurrency: fixtures extracted at once (per run; runs go one after another).
+        cache: ``use``, ``off`` or ``replay`` (see the module docstring).
+        cache_dir: where cached extractions live.
+        backend: a ready backend to use instead of one built from model/base_url (tests, local model).
+    """
+
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    mode: str = "tools"
+    concurrency: int = 4
+    cache: CachePolicy = "use"
+    cache_dir: Path = Path(".cache/eval")
+    retry: RetryPolicy | None = None
+    chunk_tokens: int | None = None
+    max_output_tokens: int | None = None
+    relation_synonyms: dict[str, str] = field(default_factory=dict)
+    backend: ChatBackend | None = None
+    http_client: Any = None
+    progress: bool = True
+
+
+def prediction_from_snapshots(
+    fixture_id: str, snapshots: Sequence[Snapshot], ontology: Ontology
+) -> Prediction:
+    """Fold snapshots and express the graph in gold's shape (names instead of keys)."""
+    graph = MemoryGraph.fold(snapshots, ontology, tape=fixture_id)
+    entities = graph.entities()
+    names = {e.key: e.name for e in entities}
+    return Prediction(
+        fixture=fixture_id,
+        entities=[
+            GoldEntity(name=e.name, type=e.type, aliases=list(e.aliases), attributes=dict(e.attributes))
+            for e in entities
+        ],
+        relations=[
+            GoldRelation(
+                source=names.get(r.source, r.source), target=names.get(r.target, r.target), type=r.type
+            )
+            for r in graph.relations()
+        ],
+    )
+
+
+def _transcript_hash(fixture: Fixture) -> str:
+    text = render_transcript(fixture.entries(), redact=Redactor()).text()
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class _Outcome:
+    snapshots: list[Snapshot]
+    cached: bool = False
+    error: ExtractionError | None = None
+    requests_made: int = 0
+
+
+class _PromptRunner:
+    """Runs one prompt version over the fixtures."""
+
+    def __init__(self, prompt: PromptTemplate, options: RunOptions, backend: ChatBackend | None) -> None:
+        self.prompt = prompt
+        self.options = options
+        self.extractor = Extractor(
+            model=options.model,
+            base_url=options.base_url,
+            api_key=options.api_key,
+            mode=options.mode,
+            prompt=prompt,
+            retry=options.retry,
+            chunk_tokens=options.chunk_tokens,
+            max_output_tokens=options.max_output_tokens,
+            backend=backend,
+            http_client=options.http_client,
+        )
+        self.cache = ResponseCache(options.cache_dir)
+
+    def _key(self, fixture: Fixture) -> tuple[str, dict[str, Any]]:
+        ex = self.extractor
+        return cache_key(
+            prompt_sha256=self.prompt.sha256,
+            model=self.options.model,
+            mode=ex.mode,
+            transcript_sha256=_transcript_hash(fixture),
+            chunk_tokens=ex.chunk_tokens,
+            overlap=(ex.overlap_lines, ex.overlap_tokens),
+            max_output_tokens=ex.max_output_tokens,
+            reasks=ex.retry.reasks,
+        )
+
+    async def extract(self, fixture: Fixture) -> _Outcome:
+        key, fields = self._key(fixture)
+        if self.options.cache != "off":
+            hit = self.cache.get(key)
+            if hit is not None:
+                return _Outcome(snapshots=list(hit.snapshots), cached=True)
+        if self.options.cache == "replay":
+            miss = ReplayMissError(f"no cached extraction of {fixture.id} for {self.prompt} ({key[:12]})")
+            return _Outcome(snapshots=[], error=miss)
+        snapshots: list[Snapshot] = []
+        try:
+            async for snapshot in self.extractor.iter_extract(fixture.entries(), tape=fixture.id):
+                snapshots.append(snapshot)
+        except ExtractionError as exc:
+            made = sum(s.usage.requests for s in snapshots) + exc.usage.requests
+            return _Outcome(snapshots=snapshots, error=exc, requests_made=made)
+        if self.options.cache == "use":
+            self.cache.put(key, fields, snapshots)
+        return _Outcome(snapshots=snapshots, requests_made=sum(s.usage.requests for s in snapshots))
+
+    def result(self, fixture: Fixture, outcome: _Outcome, config: ScoringConfig) -> FixtureResult:
+        prediction = prediction_from_snapshots(fixture.id, outcome.snapshots, self.prompt.ontology)
+        score = score_fixture(fixture.gold, prediction, config)
+        calls = [s for s in outcome.snapshots if s.usage.attempts or s.usage.requests]
+        usage = sum((s.usage for s in outcome.snapshots), Usage())
+        error = outcome.error
+        if error is not None:
+            usage = usage + error.usage
+        failed_calls = 1 if error is not None and not isinstance(error, ReplayMissError) else 0
+        return FixtureResult(
+            fixture=fixture.id,
+            ok=error is None,
+            error=str(error) if error is not None else None,
+            error_type=type(error).__name__ if error is not None else None,
+            cached=outcome.cached,
+            calls=len(calls) + failed_calls,
+            first_try_valid_calls=sum(1 for s in calls if s.usage.reasks == 0 and s.usage.attempts > 0),
+            usage=usage,
+            call_latencies_s=[s.usage.latency_s for s in calls],
+            requests_made=outcome.requests_made,
+            entities=score.entities,
+            entities_untyped=score.entities_untyped,
+            relations=score.relations,
+            missed_entities=score.missed_entities,
+            spurious_entities=score.spurious_entities,
+            missed_relations=score.missed_relations,
+            spurious_relations=score.spurious_relations,
+            prediction=prediction,
+        )
+
+
+def _metrics(fixtures: Sequence[Fixture], results: Sequence[FixtureResult], config: ScoringConfig) -> Metrics:
+    gold = {f.id: f.gold for f in fixtures}
+    dataset = score_dataset([(r.fixture, gold[r.fixture], r.prediction) for r in results], config)
+    calls = sum(r.calls for r in results)
+    attempts = sum(r.usage.attempts for r in results)
+    latencies = [latency for r in results for latency in r.call_latencies_s]
+    return Metrics(
+        fixtures=len(results),
+        failed_fixtures=sum(1 for r in results if not r.ok),
+        entities=dataset.entities,
+        entities_untyped=dataset.entities_untyped,
+        relations=dataset.relations,
+        per_entity_type=dataset.per_entity_type,
+        per_relation_type=dataset.per_relation_type,
+        schema_valid_first_try=round(sum(r.first_try_valid_calls for r in results) / calls, 4)
+        if calls
+        else 1.0,
+        success_rate=round(sum(1 for r in results if r.ok) / len(results), 4) if results else 0.0,
+        mean_attempts=round(attempts / calls, 4) if calls else 0.0,
+        calls=calls,
+        prompt_tokens=sum(r.usage.prompt_tokens for r in results),
+        completion_tokens=sum(r.usage.completion_tokens for r in results),
+        requests_made=sum(r.requests_made for r in results),
+        cached_fixtures=sum(1 for r in results if r.cached),
+        latency_p50_s=round(percentile(latencies, 0.5), 3),
+        latency_p95_s=round(percentile(latencies, 0.95), 3),
+    )
+
+
+def _make_backend(options: RunOptions) -> ChatBackend | None:
+    """One backend shared by every prompt version (a local model is loaded once)."""
+    if options.backend is not None:
+        return options.backend
+    if options.model == "local" or options.model.startswith("local:"):
+        from bub_semantic_memory.local import LocalBackend
+
+        return LocalBackend.from_model_spec(options.model)
+    return None
+
+
+async def run_eval(
+    fixtures: Sequence[Fixture],
+    prompts: Sequence[PromptTemplate],
+    options: RunOptions,
+    *,
+    fixtures_dir: Path | str = "",
+    console: Console | None = None,
+) -> Report:
+    """Run every prompt version over every fixture and build the report.
+
+    Runs go one after another (so their latencies are comparable); fixtures within
+    a run go ``options.concurrency`` at a time.
+    """
+    backend = _make_backend(options)
+    shared = backend is not None and options.backend is None
+    runs: list[PromptRun] = []
+    console = console or Console(stderr=True)
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not (options.progress and console.is_terminal),  # a bar only on a terminal, never in logs
+        transient=False,
+    )
+    try:
+        with progress:
+            for prompt in prompts:
+                runs.append(await _run_prompt(prompt, fixtures, options, backend, progress))
+    finally:
+        if shared and backend is not None:
+            await backend.aclose()
+    comparisons = [compare_runs(runs[0], run) for run in runs[1:]]
+    return Report(
+        fixtures_dir=str(fixtures_dir),
+        dataset_sha256=dataset_hash(fixtures),
+        fixture_ids=[f.id for f in fixtures],
+        runs=runs,
+        comparisons=comparisons,
+    )
+
+
+async def _run_prompt(
+    prompt: PromptTemplate,
+    fixtures: Sequence[Fixture],
+    options: RunOptions,
+    backend: ChatBackend | None,
+    progress: Progress,
+) -> PromptRun:
+    runner = _PromptRunner(prompt, options, backend)
+    config = ScoringConfig.from_ontology(prompt.ontology, relation_synonyms=options.relation_synonyms)
+    task = progress.add_task(f"{prompt} · {options.model}", total=len(fixtures))
+    semaphore = asyncio.Semaphore(max(1, options.concurrency))
+
+    async def one(fixture: Fixture) -> FixtureResult:
+        async with semaphore:
+            outcome = await runner.extract(fixture)
+        progress.advance(task)
+        return runner.result(fixture, outcome, config)
+
+    started = time.monotonic()
+    try:
+        results = list(await asyncio.gather(*(one(f) for f in fixtures)))
+    finally:
+        if backend is None:
+            await runner.extractor.aclose()
+    progress.update(task, description=f"{prompt} · {options.model} · {time.monotonic() - started:.1f}s")
+    return PromptRun(
+        prompt=str(prompt),
+        prompt_sha256=prompt.sha256,
+        model=options.model,
+        mode=runner.extractor.mode,
+        metrics=_metrics(fixtures, results, config),
+        fixtures=results,
+    )

@@ -1,0 +1,228 @@
+"""The eval commands as a user runs them: exit codes, stdout, report files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from bub_semantic_memory.cli import app
+from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals.report import load_report
+from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
+from tests.conftest import REPO
+
+runner = CliRunner()
+FIXTURES = REPO / "evals" / "fixtures"
+QUICK = load_fixtures(FIXTURES, tags=["quick"])
+
+
+def test_score_of_gold_against_itself_is_perfect(tmp_path: Path) -> None:
+    predictions = tmp_path / "gold.jsonl"
+    fixtures = load_fixtures(FIXTURES)
+    predictions.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "fixture": f.id,
+                    "entities": [e.model_dump() for e in f.gold.entities],
+                    "relations": [r.model_dump() for r in f.gold.relations],
+                }
+            )
+            + "\n"
+            for f in fixtures
+        ),
+        encoding="utf-8",
+    )
+    result = runner.invoke(
+        app, ["eval", "score", "--fixtures", str(FIXTURES), "--predictions", str(predictions), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    for group in ("entities", "entities_untyped", "relations"):
+        assert (data[group]["precision"], data[group]["recall"], data[group]["f1"]) == (1.0, 1.0, 1.0)
+    assert len(data["fixtures"]) == len(fixtures) >= 30
+
+
+def test_score_names_a_malformed_predictions_line(tmp_path: Path) -> None:
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text('{"fixture": "x", "entities": []}\nnot json\n', encoding="utf-8")
+    result = runner.invoke(
+        app, ["eval", "score", "--fixtures", str(FIXTURES), "--predictions", str(predictions)]
+    )
+    assert result.exit_code == 1 and result.stderr.startswith("Error:") and "p.jsonl:2:" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_eval_run_writes_reports_and_a_rerun_is_cached(tmp_path: Path) -> None:
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    with FakeOpenAIServer(responder=OracleResponder.from_golds(f.gold for f in QUICK)) as server:
+        args = [
+            "eval",
+            "run",
+            "--fixtures",
+            str(FIXTURES),
+            "--tag",
+            "quick",
+            "--prompt",
+            "extract@1",
+            "--prompt",
+            "extract@2",
+            "--model",
+            "oracle",
+            "--base-url",
+            server.base_url,
+            "--api-key",
+            "k",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(cache),
+        ]
+        first = runner.invoke(app, args)
+        assert first.exit_code == 0, first.output
+        sent = len(server.requests)
+        second = runner.invoke(app, args)
+        assert second.exit_code == 0 and len(server.requests) == sent
+        replay = runner.invoke(app, [*args, "--replay"])
+        assert replay.exit_code == 0 and len(server.requests) == sent
+    assert {p.name for p in out.iterdir()} >= {"report.json", "report.md", "report.html"}
+    report = load_report(out / "report.json")
+    assert [r.prompt for r in report.runs] == ["extract@1", "extract@2"] and report.runs[
+        0
+    ].metrics.requests_made == 0
+    assert "Entity F1" in first.stdout and "extract@2" in first.stdout
+
+
+def test_eval_run_replay_with_an_empty_cache_fails(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            "run",
+            "--fixtures",
+            str(FIXTURES),
+            "--tag",
+            "quick",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--replay",
+            "--cache-dir",
+            str(tmp_path),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert result.exit_code == 1 and "--replay" in result.stderr and "no cached response" in result.stderr
+
+
+def test_eval_compare_two_saved_reports(tmp_path: Path) -> None:
+    with FakeOpenAIServer(responder=OracleResponder.from_golds(f.gold for f in QUICK)) as server:
+        for prompt in ("extract@1", "extract@2"):
+            result = runner.invoke(
+                app,
+                [
+                    "eval",
+                    "run",
+                    "--fixtures",
+                    str(FIXTURES),
+                    "--tag",
+                    "quick",
+                    "--prompt",
+                    prompt,
+                    "--model",
+                    "oracle",
+                    "--base-url",
+                    server.base_url,
+                    "--out",
+                    str(tmp_path / prompt),
+                    "--cache-dir",
+                    str(tmp_path / "c"),
+                ],
+            )
+            assert result.exit_code == 0, result.output
+    compared = runner.invoke(
+        app,
+        [
+            "eval",
+            "compare",
+            str(tmp_path / "extract@1" / "report.json"),
+            str(tmp_path / "extract@2" / "report.json"),
+        ],
+    )
+    assert compared.exit_code == 0, compared.output
+    assert "extract@1" in compared.stdout and "extract@2" in compared.stdout
+
+
+def test_fixtures_import_keeps_and_reports_unknown_types(tmp_path: Path) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        json.dumps(
+            {
+                "id": "tiny",
+                "turns": [{"speaker": "user", "text": "Zorg the dragon guards Castle Grim."}],
+                "gold": {
+                    "entities": [
+                        {"name": "Zorg", "type": "dragon", "aliases": []},
+                        {"name": "Castle Grim", "type": "location", "aliases": []},
+                    ],
+                    "relations": [{"source": "Zorg", "target": "Castle Grim", "type": "guards"}],
+                },
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(app, ["fixtures", "import", str(source), "--out", str(tmp_path / "fx")])
+    assert result.exit_code == 0, result.output
+    assert "Imported 1 fixture(s)" in result.stdout
+    assert "dragon" in result.stderr and "guards" in result.stderr
+    gold = json.loads((tmp_path / "fx" / "tiny" / "gold.json").read_text())
+    assert gold["entities"][0]["type"] == "dragon" and gold["relations"][0]["type"] == "guards"
+
+
+def test_prompts_promote_exits_non_zero_when_the_gate_refuses(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts"
+    shutil.copytree(REPO / "prompts", prompts)
+    golds = [f.gold for f in QUICK]
+    good, worse = OracleResponder.from_golds(golds), OracleResponder.from_golds(golds, drop_relations=True)
+    base = [
+        "--fixtures",
+        str(FIXTURES),
+        "--tag",
+        "quick",
+        "--model",
+        "oracle",
+        "--prompts-dir",
+        str(prompts),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out",
+        str(tmp_path / "gate"),
+    ]
+    with FakeOpenAIServer(responder=good) as server:
+        first = runner.invoke(app, ["prompts", "promote", "extract@1", "--base-url", server.base_url, *base])
+    assert first.exit_code == 0, first.output
+    assert "Promoted extract@1" in first.stdout
+
+    def respond(request):
+        return (
+            worse(request)
+            if "First write `reasoning`" in str(request.messages[0]["content"])
+            else good(request)
+        )
+
+    with FakeOpenAIServer(responder=respond) as server:
+        refused = runner.invoke(
+            app, ["prompts", "promote", "extract@2", "--base-url", server.base_url, *base]
+        )
+    assert refused.exit_code == 1
+    assert refused.stderr.startswith("Error: extract@2 was not promoted: relation F1 dropped")
+    listed = json.loads(
+        runner.invoke(app, ["prompts", "list", "--json", "--prompts-dir", str(prompts)]).stdout
+    )
+    assert {r["prompt"]: r["status"] for r in listed}["extract@1"] == "promoted"

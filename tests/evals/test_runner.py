@@ -1,0 +1,168 @@
+"""The eval runner against a fake endpoint: scores, cache, replay, comparison and the gate."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bub_semantic_memory.errors import GateError
+from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals.gate import check_gate, promote
+from bub_semantic_memory.evals.runner import RunOptions, run_eval
+from bub_semantic_memory.prompts import PromptLibrary
+from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, status_reply
+from bub_semantic_memory.transport import RetryPolicy
+from tests.conftest import REPO
+
+FIXTURES = REPO / "evals" / "fixtures"
+FAST = RetryPolicy(backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=10)
+QUICK = load_fixtures(FIXTURES, tags=["quick"])
+
+
+def options(server: FakeOpenAIServer, tmp_path: Path, **overrides: object) -> RunOptions:
+    fields: dict[str, object] = {
+        "model": "oracle",
+        "base_url": server.base_url,
+        "api_key": "k",
+        "cache_dir": tmp_path / "cache",
+        "retry": FAST,
+        "progress": False,
+        "concurrency": 4,
+    }
+    fields.update(overrides)
+    return RunOptions(**fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def oracle_server():
+    with FakeOpenAIServer(responder=OracleResponder.from_golds(f.gold for f in QUICK)) as server:
+        yield server
+
+
+async def test_an_oracle_endpoint_scores_high_and_the_report_has_the_documented_fields(
+    oracle_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    library = PromptLibrary()
+    report = await run_eval(
+        QUICK, [library.load("extract@1"), library.load("extract@2")], options(oracle_server, tmp_path)
+    )
+    assert [r.prompt for r in report.runs] == ["extract@1", "extract@2"]
+    data = report.model_dump(mode="json")
+    run = data["runs"][0]
+    for key in ("prompt", "prompt_sha256", "model", "mode", "fixtures"):
+        assert key in run
+    metrics = run["metrics"]
+    for group in ("entities", "relations"):
+        assert set(metrics[group]) >= {"precision", "recall", "f1"}
+    for key in ("schema_valid_first_try", "success_rate", "prompt_tokens", "completion_tokens"):
+        assert key in metrics
+    assert metrics["success_rate"] == 1.0 and metrics["entities"]["recall"] == 1.0
+    assert metrics["relations"]["f1"] > 0.9
+    assert len(report.comparisons) == 1 and report.comparisons[0].fixtures_compared == len(QUICK)
+    assert len(run["fixtures"]) == len(QUICK)
+
+
+async def test_a_second_run_is_served_from_the_cache_with_zero_requests(
+    oracle_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    prompt = PromptLibrary().load("extract@1")
+    first = await run_eval(QUICK, [prompt], options(oracle_server, tmp_path))
+    sent = len(oracle_server.requests)
+    assert sent > 0 and first.runs[0].metrics.requests_made == sent
+    second = await run_eval(QUICK, [prompt], options(oracle_server, tmp_path))
+    assert len(oracle_server.requests) == sent  # zero new requests
+    metrics = second.runs[0].metrics
+    assert metrics.requests_made == 0 and metrics.cached_fixtures == len(QUICK)
+    assert metrics.entities == first.runs[0].metrics.entities
+    assert metrics.prompt_tokens == first.runs[0].metrics.prompt_tokens  # the original usage is reported
+
+
+async def test_no_cache_bypasses_the_cache(oracle_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    prompt = PromptLibrary().load("extract@1")
+    await run_eval(QUICK, [prompt], options(oracle_server, tmp_path))
+    sent = len(oracle_server.requests)
+    await run_eval(QUICK, [prompt], options(oracle_server, tmp_path, cache="off"))
+    assert len(oracle_server.requests) == 2 * sent
+
+
+async def test_replay_fails_on_a_miss_without_calling_the_model(
+    oracle_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    report = await run_eval(
+        QUICK[:2], [PromptLibrary().load("extract@1")], options(oracle_server, tmp_path, cache="replay")
+    )
+    assert oracle_server.requests == []
+    assert {r.error_type for r in report.runs[0].fixtures} == {"ReplayMissError"}
+    assert report.runs[0].metrics.success_rate == 0.0
+
+
+async def test_a_failing_fixture_is_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    failing = QUICK[0].id
+    oracle = OracleResponder.from_golds(f.gold for f in QUICK)
+
+    def respond(request):
+        if failing in str(request.messages) or "Bob" in str(request.messages):
+            return status_reply(500)
+        return oracle(request)
+
+    with FakeOpenAIServer(responder=respond) as server:
+        report = await run_eval(QUICK, [PromptLibrary().load("extract@1")], options(server, tmp_path))
+    failed = [r for r in report.runs[0].fixtures if not r.ok]
+    assert failed and all(r.error_type == "TransportError" for r in failed)
+    assert report.runs[0].metrics.failed_fixtures == len(failed)
+    assert 0 < report.runs[0].metrics.success_rate < 1
+
+
+def test_the_gate_refuses_a_regression_beyond_the_tolerance() -> None:
+    from bub_semantic_memory.evals.report import Metrics, PromptRun
+    from bub_semantic_memory.evals.scoring import PRF
+
+    def run(name: str, entity_tp: int, relation_tp: int) -> PromptRun:
+        metrics = Metrics(
+            fixtures=10,
+            failed_fixtures=0,
+            entities=PRF(tp=entity_tp, predicted=10, gold=10),
+            entities_untyped=PRF(tp=entity_tp, predicted=10, gold=10),
+            relations=PRF(tp=relation_tp, predicted=10, gold=10),
+            schema_valid_first_try=1.0,
+            success_rate=1.0,
+            mean_attempts=1.0,
+        )
+        return PromptRun(
+            prompt=name, prompt_sha256="x", model="m", mode="tools", metrics=metrics, fixtures=[]
+        )
+
+    assert check_gate(run("a@1", 8, 8), run("a@2", 8, 8), tolerance=0.02) == []
+    reasons = check_gate(run("a@1", 8, 8), run("a@2", 8, 5), tolerance=0.02)
+    assert len(reasons) == 1 and reasons[0].startswith("relation F1 dropped from 0.800 (a@1) to 0.500 (a@2)")
+    assert check_gate(run("a@1", 8, 8), run("a@2", 8, 5), tolerance=0.5) == []
+
+
+async def test_promote_refuses_a_worse_candidate_and_keeps_the_current_one(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts"
+    shutil.copytree(REPO / "prompts", prompts)
+    library = PromptLibrary(prompts)
+    golds = [f.gold for f in QUICK]
+    with FakeOpenAIServer(responder=OracleResponder.from_golds(golds)) as good:
+        outcome = await promote(
+            library, library.load("extract@1"), QUICK, options(good, tmp_path, cache="off")
+        )
+    assert library.manifest().promoted["extract"].version == 1
+    assert outcome.promotion.model == "oracle" and outcome.promotion.scores["relation_f1"] > 0.9
+
+    worse = OracleResponder.from_golds(golds, drop_relations=True)
+
+    def respond(request):
+        system = str(request.messages[0]["content"])
+        return worse(request) if "First write `reasoning`" in system else good_oracle(request)
+
+    good_oracle = OracleResponder.from_golds(golds)
+    with (
+        FakeOpenAIServer(responder=respond) as server,
+        pytest.raises(GateError, match=r"extract@2 was not promoted: relation F1 dropped"),
+    ):
+        await promote(library, library.load("extract@2"), QUICK, options(server, tmp_path, cache="off"))
+    assert library.manifest().promoted["extract"].version == 1
+    assert library.load("extract").version == 1  # the plugin keeps loading the promoted version
