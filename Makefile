@@ -10,10 +10,10 @@ LOCAL_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON
 
 setup:
 	@$(UV) --version >/dev/null 2>&1 || $(PY) -m pip install --quiet --disable-pip-version-check uv
-	$(UV) sync --frozen
+	$(UV) sync --frozen --inexact
 
 setup-local: setup
-	CMAKE_ARGS="$(LOCAL_CMAKE_ARGS)" $(UV) sync --frozen --extra local
+	CMAKE_ARGS="$(LOCAL_CMAKE_ARGS)" $(UV) sync --frozen --inexact --extra local
 
 test: setup
 	$(UV) run --frozen pytest

@@ -316,9 +316,7 @@ async def test_a_long_tape_is_chunked_and_each_entry_sent_once(fake_openai: Fake
     ]
     assert sorted(sent) == list(range(1, 201))
     assert snapshots[0].first_entry_id == 1 and snapshots[-1].last_entry_id == 200
-    assert all(
-        a.last_entry_id + 1 == b.first_entry_id for a, b in itertools.pairwise(snapshots)
-    )
+    assert all(a.last_entry_id + 1 == b.first_entry_id for a, b in itertools.pairwise(snapshots))
 
 
 async def test_entries_without_conversation_need_no_model_call(fake_openai: FakeOpenAIServer) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import instructor
 from instructor.core import IncompleteOutputException, InstructorRetryException
 from openai.types.chat import ChatCompletion
+from pydantic import ValidationError
 
 from bub_semantic_memory.errors import (
     ConfigurationError,
@@ -91,10 +92,10 @@ class Extractor:
         prompt: a prompt reference (``extract@2``) or a loaded :class:`PromptTemplate`.
         prompts: where references are looked up (default: the bundled prompts).
         retry: re-ask and transport bounds.
-        chunk_tokens: estimated tokens of new transcript per call.
+        chunk_tokens: estimated tokens of new transcript per call (default 3000; 1200 for ``local``).
         overlap_lines / overlap_tokens: earlier context per call (already extracted).
         max_known_entities: known entities listed in the prompt.
-        max_output_tokens: ``max_tokens`` of each request.
+        max_output_tokens: ``max_tokens`` of each request (default 2048; 768 for ``local``).
         redactor: secret redaction for everything rendered (default on).
         backend: a ready :class:`ChatBackend` (overrides model/base_url routing).
         http_client: an ``httpx.AsyncClient`` for the OpenAI backend (tests, proxies).
@@ -110,11 +111,11 @@ class Extractor:
         prompt: str | PromptTemplate = "extract",
         prompts: PromptLibrary | None = None,
         retry: RetryPolicy | None = None,
-        chunk_tokens: int = 3000,
+        chunk_tokens: int | None = None,
         overlap_lines: int = 4,
         overlap_tokens: int = 250,
         max_known_entities: int = 50,
-        max_output_tokens: int = 2048,
+        max_output_tokens: int | None = None,
         temperature: float = 0.0,
         redactor: Redactor | None = None,
         line_limits: LineLimits | None = None,
@@ -129,11 +130,13 @@ class Extractor:
             prompt if isinstance(prompt, PromptTemplate) else (prompts or PromptLibrary()).load(prompt)
         )
         self.retry = retry or RetryPolicy()
-        self.chunk_tokens = chunk_tokens
+        local = model == "local" or model.startswith("local:")
+        # A small local model has a 4k context and decodes slowly under a grammar: smaller windows.
+        self.chunk_tokens = chunk_tokens or (1200 if local else 3000)
         self.overlap_lines = overlap_lines
         self.overlap_tokens = overlap_tokens
         self.max_known_entities = max_known_entities
-        self.max_output_tokens = max_output_tokens
+        self.max_output_tokens = max_output_tokens or (768 if local else 2048)
         self.temperature = temperature
         self.redactor = redactor if redactor is not None else Redactor()
         self.line_limits = line_limits
@@ -379,13 +382,20 @@ class Extractor:
         if isinstance(cause, EndpointFailure):
             return TransportError(cause.reason, **details)
         if isinstance(exc, InstructorRetryException):
-            summary = (
-                str(cause).strip().splitlines()[0] if cause and str(cause).strip() else type(cause).__name__
-            )
+            summary = _summarise(cause)
             return ValidationExhaustedError(
                 f"no valid extraction after {usage.attempts} attempt(s); last problem: {summary}", **details
             )
         return ExtractionError(f"extraction failed: {type(exc).__name__}: {exc}", **details)
+
+
+def _summarise(cause: BaseException | None) -> str:
+    """The validation problems of the last attempt, in one line."""
+    if isinstance(cause, ValidationError):
+        messages = [str(error.get("msg", "")).replace("Value error, ", "") for error in cause.errors()[:3]]
+        return " | ".join(" ".join(m.split()) for m in messages)[:500]
+    text = " ".join(str(cause).split()) if cause is not None else ""
+    return (text or type(cause).__name__)[:500]
 
 
 def _known_entities(memory: MemoryGraph | None, learned: Mapping[str, KnownEntity]) -> dict[str, KnownEntity]:

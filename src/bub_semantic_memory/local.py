@@ -16,6 +16,8 @@ system prompt is folded into the first user message.
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import logging
 import os
 from pathlib import Path
 from typing import Any, cast
@@ -25,6 +27,9 @@ from openai.types.chat import ChatCompletion
 from bub_semantic_memory.errors import ConfigurationError
 
 __all__ = ["DEFAULT_LOCAL_MODEL_LABEL", "INSTALL_HINT", "LocalBackend", "default_model_path"]
+
+logger = logging.getLogger(__name__)
+_silent_log: Any = None  # the ctypes callback must outlive the call that installs it
 
 DEFAULT_LOCAL_MODEL_LABEL = "gemma-3-270m Q4_K_M (base model; smoke test only, not a quality model)"
 INSTALL_HINT = (
@@ -105,8 +110,15 @@ class LocalBackend:
         return cls(path, chat_format=None)
 
     def _load(self) -> Any:
+        import llama_cpp
         from llama_cpp import Llama
 
+        if not logger.isEnabledFor(logging.DEBUG):
+            # llama.cpp writes load-time notes straight to stderr; keep them for --verbose only.
+            global _silent_log
+            if _silent_log is None:
+                _silent_log = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+            llama_cpp.llama_log_set(_silent_log, ctypes.c_void_p(0))
         return Llama(
             model_path=str(self.model_path),
             chat_format=self.chat_format,

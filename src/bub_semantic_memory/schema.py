@@ -19,6 +19,7 @@ them all. They enforce:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -36,6 +37,9 @@ __all__ = [
     "build_response_model",
 ]
 
+# The "[12] user (Priya):" / "assistant called" / "tool:" prefixes that the transcript renderer
+# adds are not conversation: "user" or "assistant" must not ground an entity. A named sender is.
+_SPEAKER = re.compile(r"^\[\d+\] (?:user(?: \((?P<sender>[^)]*)\))?|assistant|tool)(?::| called)?")
 _EVIDENCE_HELP = "Turn numbers (the number in brackets) of the lines that state this."
 
 
@@ -69,7 +73,8 @@ class ValidationScope:
     _lines: list[tuple[int, str]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._folded_text = f" {normalize_name(self.window_text)} "
+        spoken = "\n".join(_SPEAKER.sub(r"\g<sender>", line) for line in self.window_text.splitlines())
+        self._folded_text = f" {normalize_name(spoken)} "
         self._known_names = {}
         self._known_any = {}
         for entity in self.known.values():
@@ -82,7 +87,7 @@ class ValidationScope:
             if line.startswith("[") and "]" in line:
                 head = line[1 : line.index("]")]
                 if head.isdigit():
-                    self._lines.append((int(head), f" {normalize_name(line)} "))
+                    self._lines.append((int(head), f" {normalize_name(_SPEAKER.sub(r'\g<sender>', line))} "))
 
     def occurs(self, name: str) -> bool:
         """Whether ``name`` occurs in the window, ignoring case and punctuation."""
