@@ -128,3 +128,10 @@ def test_the_built_wheel_ships_the_prompt_files(tmp_path: Path) -> None:
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[bub]" in text and "semantic-memory = bub_semantic_memory.plugin:SemanticMemoryPlugin" in text
+
+
+def test_a_bare_name_never_picks_a_draft(library: PromptLibrary) -> None:
+    draft = library.new_version("extract", base="extract@1")
+    released = sorted(int(ref.split("@")[1]) for ref in library.manifest().released)
+    assert library.resolve("extract") == ("extract", released[-1])
+    assert library.resolve("extract@latest") == ("extract", int(draft.stem[1:]))

@@ -48,6 +48,7 @@ from bub_semantic_memory.schema import (
     build_entities_model,
     build_relations_model,
     build_response_model,
+    candidate_names,
 )
 from bub_semantic_memory.transcript import LineLimits, coerce_entries
 from bub_semantic_memory.transport import (
@@ -319,21 +320,40 @@ class Extractor:
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="all", entities=[])
-        response = await self._ask(self._response_model, messages, self._scope(window, known), ledger)
+        model = self._response_model
+        if self.prompt.candidates:
+            names = self._candidates(window, listed)
+            model = build_response_model(
+                self.prompt.ontology, reasoning=self.prompt.reasoning, names=names or None
+            )
+        response = await self._ask(model, messages, self._scope(window, known), ledger)
         return response.resolved()
+
+    @staticmethod
+    def _candidates(window: Window, listed: Sequence[KnownEntity]) -> list[str]:
+        """Names an entity may take: capitalised spans of the window, and the listed known names."""
+        spans = candidate_names("\n".join([window.context.text(), window.lines.text()]))
+        return list(dict.fromkeys([*spans, *(k.name for k in listed)]))
 
     async def _two_step(
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="entities", entities=[])
-        found = await self._ask(self._entities_model, messages, self._scope(window, known), ledger)
+        model = self._entities_model
+        if self.prompt.candidates:
+            names = self._candidates(window, listed)
+            model = build_entities_model(
+                self.prompt.ontology, reasoning=self.prompt.reasoning, names=names or None
+            )
+        found = await self._ask(model, messages, self._scope(window, known), ledger)
         entities, _ = found.resolved()
         candidates = {e.key: KnownEntity(e.key, e.name, e.type, e.aliases) for e in entities}
-        endpoint_names = [e.name for e in entities] + [k.name for k in listed if k.key not in candidates]
-        if len(entities) < 1 or len(set(endpoint_names)) < 2:
+        endpoints = {k.name: k.type for k in listed if k.key not in candidates}
+        endpoints.update({e.name: e.type for e in entities})
+        relations_model = build_relations_model(self.prompt.ontology, endpoints) if entities else None
+        if relations_model is None:
             return entities, []
         scope = self._scope(window, {**known, **candidates})
-        relations_model = build_relations_model(self.prompt.ontology, endpoint_names)
         messages = self._messages(window, listed, step="relations", entities=entities)
         linked = await self._ask(relations_model, messages, scope, ledger)
         return entities, linked.resolved()[1]

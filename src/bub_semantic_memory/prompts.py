@@ -6,8 +6,9 @@ and ``=== user ===`` sections. ``prompts/manifest.json`` records the sha256 of e
 released version (released versions are immutable) and which version is promoted
 for the plugin, with the model and scores that justified it.
 
-References look like ``extract@2``, ``extract@latest``, ``extract@promoted`` or just
-``extract`` (the promoted version if there is one, else the latest).
+References look like ``extract@2``, ``extract@latest`` (the newest file, drafts
+included), ``extract@promoted`` or just ``extract`` (the promoted version, else the
+newest released one: a bare name never picks a draft).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class _FrontMatter(BaseModel):
     description: str = ""
     reasoning: bool = False
     strategy: Strategy = "single"
+    candidates: bool = False
     ontology: Ontology
 
 
@@ -94,6 +96,8 @@ class PromptTemplate:
     Attributes:
         sha256: hash of the file's bytes; recorded on every snapshot it produces.
         reasoning: ask the model for a short reasoning note before the lists.
+        candidates: entity names must be picked from capitalised spans of the window
+            (an enum in the schema; grammar-constrained backends cannot invent names).
         strategy: ``single`` (one call) or ``two_step`` (entities, then relations
             constrained to the extracted entities).
     """
@@ -106,6 +110,7 @@ class PromptTemplate:
     ontology: Ontology
     reasoning: bool
     strategy: Strategy
+    candidates: bool
     system_template: str
     user_template: str
 
@@ -166,6 +171,7 @@ class PromptTemplate:
             ontology=meta.ontology,
             reasoning=meta.reasoning,
             strategy=meta.strategy,
+            candidates=meta.candidates,
             system_template=sections.get("system", ""),
             user_template=sections["user"],
         )
@@ -267,11 +273,17 @@ class PromptLibrary:
                 listed = ", ".join(f"{name}@{v}" for v in versions)
                 raise PromptNotFoundError(f"{name}@{version} does not exist (available: {listed})")
             return name, int(version)
-        promoted = self.manifest().promoted.get(name)
+        manifest = self.manifest()
+        promoted = manifest.promoted.get(name)
         if version == "promoted" and promoted is None:
             raise PromptNotFoundError(f"no version of {name!r} has been promoted")
         if version in ("promoted", "") and promoted is not None:
             return name, promoted.version
+        if version == "":
+            # A bare name never picks a draft: the promoted version, else the newest released one.
+            released = [v for v in versions if f"{name}@{v}" in manifest.released]
+            if released:
+                return name, released[-1]
         return name, versions[-1]
 
     def load(self, ref: str) -> PromptTemplate:

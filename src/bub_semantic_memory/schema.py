@@ -20,8 +20,9 @@ them all. They enforce:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, Union, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, create_model, model_validator
 
@@ -35,11 +36,22 @@ __all__ = [
     "build_entities_model",
     "build_relations_model",
     "build_response_model",
+    "candidate_names",
 ]
 
 # The "[12] user (Priya):" / "assistant called" / "tool:" prefixes that the transcript renderer
 # adds are not conversation: "user" or "assistant" must not ground an entity. A named sender is.
 _SPEAKER = re.compile(r"^\[\d+\] (?:user(?: \((?P<sender>[^)]*)\))?|assistant|tool)(?::| called)?")
+# Bounds on every list and string: a remote model that exceeds them is re-asked, and a
+# grammar-constrained local model cannot exceed them at all, which stops a small model
+# from rambling until its token limit.
+MAX_NAME = 80
+MAX_ALIASES = 5
+MAX_EVIDENCE = 8
+MAX_ATTRIBUTES = 5
+MAX_ENTITIES = 30
+MAX_RELATIONS = 40
+MAX_REASONING = 300
 _EVIDENCE_HELP = "Turn numbers (the number in brackets) of the lines that state this."
 
 
@@ -208,7 +220,9 @@ class _Resolver:
             display,
             raw.type,
             aliases=[n for n in names if normalize_name(n) != normalize_name(display)],
-            attributes={str(k): str(v) for k, v in dict(raw.attributes).items() if str(v).strip()},
+            attributes={
+                str(k): str(v) for k, v in dict(getattr(raw, "attributes", {})).items() if str(v).strip()
+            },
             evidence=evidence,
         ).model_copy(update={"key": key})
         self.keys[key] = entity
@@ -265,68 +279,197 @@ def _literal(values: list[str]) -> Any:
     return Literal[tuple(values)]
 
 
-def _entity_model(ontology: Ontology) -> type[BaseModel]:
+def _list_of(item: Any) -> Any:
+    return list[item]
+
+
+def _entity_model(ontology: Ontology, names: list[str] | None = None) -> type[BaseModel]:
+    if names:
+        # Candidate mode (small models): names and aliases are picked, not written, and
+        # there are no free-text attributes for a weak model to ramble in.
+        return create_model(
+            "ExtractedEntity",
+            name=(_literal(names), Field(description="The name exactly as written in the transcript.")),
+            type=(_literal(list(ontology.entity_types)), Field(description="One entity type of the list.")),
+            aliases=(_list_of(_literal(names)), Field(default_factory=list, max_length=3)),
+            evidence=(
+                list[int],
+                Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP),
+            ),
+        )
     return create_model(
         "ExtractedEntity",
-        name=(str, Field(description="The name exactly as written in the transcript.")),
-        type=(_literal(list(ontology.entity_types)), Field(description="One entity type of the list.")),
-        aliases=(list[str], Field(default_factory=list, description="Other names used for it.")),
-        attributes=(
-            dict[str, str],
-            Field(default_factory=dict, description="Short facts, e.g. role or due date."),
+        name=(
+            Annotated[str, Field(min_length=1, max_length=MAX_NAME)],
+            Field(description="The name exactly as written in the transcript."),
         ),
-        evidence=(list[int], Field(default_factory=list, description=_EVIDENCE_HELP)),
+        type=(_literal(list(ontology.entity_types)), Field(description="One entity type of the list.")),
+        aliases=(
+            list[Annotated[str, Field(max_length=MAX_NAME)]],
+            Field(default_factory=list, max_length=MAX_ALIASES, description="Other names used for it."),
+        ),
+        attributes=(
+            dict[Annotated[str, Field(max_length=40)], Annotated[str, Field(max_length=MAX_NAME)]],
+            Field(
+                default_factory=dict,
+                max_length=MAX_ATTRIBUTES,
+                description="Short facts, e.g. role or due date.",
+            ),
+        ),
+        evidence=(
+            list[int],
+            Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP),
+        ),
     )
 
 
 def _relation_model(ontology: Ontology, endpoints: list[str] | None) -> type[BaseModel]:
-    endpoint: Any = _literal(endpoints) if endpoints else str
+    endpoint: Any = _literal(endpoints) if endpoints else Annotated[str, Field(max_length=MAX_NAME + 40)]
     return create_model(
         "ExtractedRelation",
         source=(endpoint, Field(description="Entity name (or known key) the relation starts from.")),
         type=(_literal(list(ontology.relation_types)), Field(description="One relation type of the list.")),
         target=(endpoint, Field(description="Entity name (or known key) the relation points to.")),
-        evidence=(list[int], Field(default_factory=list, description=_EVIDENCE_HELP)),
+        evidence=(
+            list[int],
+            Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP),
+        ),
     )
 
 
 def _reasoning_field() -> tuple[type[str], Any]:
-    return (str, Field(default="", description="One or two sentences: who and what the turns are about."))
+    return (
+        str,
+        Field(
+            max_length=MAX_REASONING,
+            description="One or two sentences: who and what the turns are about.",
+        ),
+    )
 
 
-def build_response_model(ontology: Ontology, *, reasoning: bool = False) -> type[ExtractionResponse]:
-    """The single-call response model: (reasoning), entities, then relations."""
+def build_response_model(
+    ontology: Ontology, *, reasoning: bool = False, names: list[str] | None = None
+) -> type[ExtractionResponse]:
+    """The single-call response model: (reasoning), entities, then relations.
+
+    With ``names``, entity names are an enum of them (see :func:`candidate_names`).
+    """
     fields: dict[str, Any] = {}
     if reasoning:
         fields["reasoning"] = _reasoning_field()
-    fields["entities"] = (list[_entity_model(ontology)], Field(default_factory=list))  # type: ignore[misc]
-    fields["relations"] = (
-        list[_relation_model(ontology, None)],  # type: ignore[misc]
-        Field(default_factory=list),
-    )
+    entity = _entity_model(ontology, names)
+    fields["entities"] = (list[entity], Field(max_length=MAX_ENTITIES))  # type: ignore[valid-type]
+    relation = _relation_model(ontology, None)
+    fields["relations"] = (list[relation], Field(max_length=MAX_RELATIONS))  # type: ignore[valid-type]
     return cast("type[ExtractionResponse]", create_model("Extraction", __base__=ExtractionResponse, **fields))
 
 
-def build_entities_model(ontology: Ontology, *, reasoning: bool = False) -> type[ExtractionResponse]:
-    """Step one of the two-step strategy: entities only."""
+def build_entities_model(
+    ontology: Ontology, *, reasoning: bool = False, names: list[str] | None = None
+) -> type[ExtractionResponse]:
+    """Step one of the two-step strategy: entities only (names from ``names`` when given)."""
     fields: dict[str, Any] = {}
     if reasoning:
         fields["reasoning"] = _reasoning_field()
-    fields["entities"] = (list[_entity_model(ontology)], Field(default_factory=list))  # type: ignore[misc]
+    entity = _entity_model(ontology, names)
+    # With candidate names there is something to name: ask for at least one (a small
+    # model under a grammar otherwise takes the shortest path, an empty list).
+    least = 1 if names else 0
+    fields["entities"] = (list[entity], Field(min_length=least, max_length=MAX_ENTITIES))  # type: ignore[valid-type]
     return cast("type[ExtractionResponse]", create_model("Entities", __base__=ExtractionResponse, **fields))
 
 
-def build_relations_model(ontology: Ontology, endpoints: list[str]) -> type[ExtractionResponse]:
-    """Step two of the two-step strategy: relations whose endpoints are an enum of ``endpoints``.
+def build_relations_model(
+    ontology: Ontology, endpoints: Mapping[str, str]
+) -> type[ExtractionResponse] | None:
+    """Step two of the two-step strategy: relations typed by the ontology over known endpoints.
 
-    A grammar-constrained backend can then only emit endpoints that exist.
+    ``endpoints`` maps entity names to their types. Each relation type becomes its
+    own variant whose source and target are enums of the names of allowed types, so
+    a grammar-constrained backend can only emit relations the ontology allows between
+    entities that exist. Returns None when no relation type fits the endpoints.
     """
-    relation = _relation_model(ontology, sorted(set(endpoints)))
+    variants: list[Any] = []
+    for rel_name, rel in ontology.relation_types.items():
+        sources = sorted(n for n, t in endpoints.items() if not rel.source or t in rel.source)
+        targets = sorted(n for n, t in endpoints.items() if not rel.target or t in rel.target)
+        if not sources or not targets or len(set(sources) | set(targets)) < 2:
+            continue
+        variants.append(
+            create_model(
+                f"Relation_{rel_name}",
+                type=(_literal([rel_name]), Field(description=rel.description)),
+                source=(_literal(sources), ...),
+                target=(_literal(targets), ...),
+                evidence=(
+                    list[int],
+                    Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP),
+                ),
+            )
+        )
+    if not variants:
+        return None
+    item: Any = Annotated[Union[tuple(variants)], Field(discriminator="type")]  # noqa: UP007
     return cast(
         "type[ExtractionResponse]",
         create_model(
-            "Relations",
-            __base__=ExtractionResponse,
-            relations=(list[relation], Field(default_factory=list)),  # type: ignore[valid-type]
+            "Relations", __base__=ExtractionResponse, relations=(list[item], Field(max_length=MAX_RELATIONS))
         ),
     )
+
+
+_CAPITALISED = re.compile(
+    r"(?<![\w@])[A-Z](?:[\w'’&.-]*\w)?(?:\s+(?:(?:of|the|de|da|van|von|del|di)\s+)?[A-Z0-9](?:[\w'’&.-]*\w)?){0,3}"
+)
+_UNCASED_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CONTRACTION = re.compile(r"['’](?:s|re|ll|d|ve|m|t)$", re.IGNORECASE)
+_NOT_NAMES = frozenset(
+    """i i'm i'll i've hi hello hey thanks thank yes no ok okay sure please can could would should will
+    what when where who whom why how which the a an and but or so also then there here this that these those
+    it its my our your his her their we you they he she me us them let lets great good nice got noted done
+    actually anyway btw fyi monday tuesday wednesday thursday friday saturday sunday today tomorrow
+    yesterday january february march april may june july august september october november december
+    redacted user assistant tool we're you're they're it's that's there's i'd we'll you'll don't
+    didn't if is are do does did just maybe now not all any anything nothing for to in on at by with from as
+    after before since until again still only very really""".split()  # noqa: SIM905
+)
+
+
+def candidate_names(text: str, *, limit: int = 120) -> list[str]:
+    """Capitalised spans of ``text`` that could be names ("Maya Lin", "Project Apollo", "Globex").
+
+    Used by prompt versions with ``candidates: true`` to constrain entity names to
+    what the transcript contains. A one-word span that only ever starts a sentence
+    ("Update", "Right") is dropped; contractions ("He's") are never names. Scripts
+    without capitals (Chinese) yield nothing, and the name is then free text.
+    """
+    if _UNCASED_SCRIPT.search(text):
+        return []  # capitals mean nothing in Chinese or Japanese: leave names free
+    found: dict[str, None] = {}
+    mid_sentence: set[str] = set()
+    for line in text.splitlines():
+        speaker = _SPEAKER.match(line)
+        if speaker and speaker.group("sender"):
+            mid_sentence.add(speaker.group("sender"))  # a named sender is a name wherever it stands
+        body = _SPEAKER.sub(r"\g<sender>:", line)
+        for match in _CAPITALISED.finditer(body):
+            before = body[: match.start()].rstrip()
+            initial = not before or before[-1] in '.!?:;"(' or before.endswith("⏎")
+            words = match.group(0).split()
+            while words and (_CONTRACTION.search(words[0]) or words[0].casefold().strip("'’.") in _NOT_NAMES):
+                words, initial = words[1:], False  # "I'm Maya": Maya does not start the sentence
+            words = [w for w in words if not _CONTRACTION.search(w)]
+            while words and words[-1].casefold() in ("of", "the"):
+                words = words[:-1]
+            for size in range(len(words), 0, -1):
+                span = " ".join(words[:size])
+                if (
+                    not any(ch.isalpha() for ch in span)
+                    or span.casefold() in _NOT_NAMES
+                    or len(span) > MAX_NAME
+                ):
+                    continue
+                found.setdefault(span, None)
+                if not initial or size > 1:
+                    mid_sentence.add(span)
+    return [span for span in found if span in mid_sentence][:limit]

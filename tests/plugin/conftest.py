@@ -15,7 +15,7 @@ from bub.hooks import hookimpl
 from bub.hooks.interception import LlmCallDecision, LlmCallRequest
 
 from bub_semantic_memory.plugin import SemanticMemoryPlugin
-from bub_semantic_memory.testing import FakeOpenAIServer, RecordedRequest, Reply, text_reply, tool_call_reply
+from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply, text_reply
 
 
 class StubModel:
@@ -54,24 +54,26 @@ class Harness:
                 ChannelMessage(session_id=session_id, channel="cli", chat_id="test", content=text)
             )
 
-    def extraction_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.server.requests if r.tool_schema_name() == "Extraction"]
-
     def respond(self, request: RecordedRequest) -> Reply:
-        if request.tool_schema_name() != "Extraction":
+        """Agent calls get text; extraction calls get the registered facts the transcript mentions."""
+        if request.tool_schema_name() is None:
             return text_reply("ok")
-        transcript = str(request.messages[-1]["content"]).split("<transcript>")[-1]
-        for trigger, extraction in self.extractions.items():
-            if trigger in transcript:
-                return tool_call_reply("Extraction", extraction)
-        return tool_call_reply("Extraction", {"entities": [], "relations": []})
+        facts = list(self.extractions.values())
+        oracle = OracleResponder(
+            entities=[e for f in facts for e in f["entities"]],
+            relations=[r for f in facts for r in f["relations"]],
+        )
+        return oracle(request)
+
+    def extraction_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.server.requests if r.tool_schema_name() is not None]
 
 
 def transcript_of(request: RecordedRequest) -> str:
     return str(request.messages[-1]["content"]).split("<transcript>")[-1].split("</transcript>")[0]
 
 
-MAYA = {
+MAYA: dict[str, list[dict[str, Any]]] = {
     "entities": [
         {"name": "Maya Lin", "type": "person", "aliases": ["Maya"]},
         {"name": "Lisbon", "type": "location"},

@@ -9,16 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bub_semantic_memory.testing import FakeOpenAIServer, RecordedRequest, Reply, text_reply, tool_call_reply
+from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply, text_reply
 from tests.plugin.conftest import MAYA
+
+ORACLE = OracleResponder(entities=MAYA["entities"], relations=MAYA["relations"])
 
 
 def respond(request: RecordedRequest) -> Reply:
-    if request.tool_schema_name() == "Extraction":
-        return tool_call_reply(
-            "Extraction",
-            MAYA if "Maya Lin" in str(request.messages[-1]["content"]) else {"entities": [], "relations": []},
-        )
+    if request.tool_schema_name() is not None:
+        return ORACLE(request)
     return text_reply("Noted.")
 
 
@@ -45,15 +44,15 @@ def test_bub_run_twice_remembers_the_first_turn_in_the_second_request(tmp_path: 
             )
 
         bub_run("Hi, I'm Maya Lin and I live in Lisbon.")
-        agent_calls = [r for r in server.requests if r.tool_schema_name() != "Extraction"]
-        extractions = [r for r in server.requests if r.tool_schema_name() == "Extraction"]
+        agent_calls = [r for r in server.requests if r.tool_schema_name() is None]
+        extractions = [r for r in server.requests if r.tool_schema_name() is not None]
         assert len(agent_calls) == 1 and agent_calls[0].stream
         assert len(extractions) == 1  # bub run waited for the extraction at shutdown
         assert "<memory>" not in str(agent_calls[0].messages[0]["content"])
         assert extractions[0].body["model"] == server.model_ids[0]
 
         bub_run("Where do I live?")
-        second = [r for r in server.requests if r.tool_schema_name() != "Extraction"][1]
+        second = [r for r in server.requests if r.tool_schema_name() is None][1]
         system = second.messages[0]
         assert system["role"] == "system" and "Maya Lin lives in Lisbon" in str(system["content"])
     sidecars = list((tmp_path / "bub-home" / "tapes").glob("*__sidecar__semantic_memory.jsonl"))

@@ -30,6 +30,17 @@ def _occurs(folded_text: str, name: str) -> bool:
     return f" {folded} " in folded_text if folded.isascii() else folded in folded_text
 
 
+def _schema_properties(request: RecordedRequest) -> dict[str, Any]:
+    """The properties of the tool the request forces (empty when there is none)."""
+    tools = request.body.get("tools", []) if isinstance(request.body, dict) else []
+    for tool in tools:
+        function = tool.get("function", {}) if isinstance(tool, dict) else {}
+        if function.get("name") == request.tool_schema_name():
+            properties = function.get("parameters", {}).get("properties", {})
+            return properties if isinstance(properties, dict) else {}
+    return {}
+
+
 def _shown_name(folded_text: str, entity: Mapping[str, Any]) -> str:
     """The entity's name if the transcript uses it, else the first alias it uses."""
     if _occurs(folded_text, entity["name"]):
@@ -99,8 +110,11 @@ class OracleResponder:
                 }
                 if edge not in relations and edge["source"] != edge["target"]:
                     relations.append(edge)
-        if name == "Entities":
-            return tool_call_reply(name, {"entities": entities})
-        if name == "Relations":
-            return tool_call_reply(name, {"relations": relations})
-        return tool_call_reply(name, {"entities": entities, "relations": relations})
+        answer: dict[str, Any] = {}
+        if "reasoning" in _schema_properties(request):
+            answer["reasoning"] = "The facts the transcript states."
+        if name != "Relations":
+            answer["entities"] = entities
+        if name != "Entities":
+            answer["relations"] = relations
+        return tool_call_reply(name, answer)

@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from bub_semantic_memory.ontology import Ontology
+from bub_semantic_memory.schema import (
+    KnownEntity,
+    ValidationScope,
+    build_entities_model,
+    build_relations_model,
+    build_response_model,
+    candidate_names,
+)
+
+WINDOW = "[6] user: Hi! I'm Maya Lin, I lead the platform team at Globex.\n[7] assistant: Noted, Maya."
+
+
+def scope(ontology: Ontology, known: dict[str, KnownEntity] | None = None) -> ValidationScope:
+    return ValidationScope(
+        ontology=ontology, window_text=WINDOW, turn_ids=frozenset({6, 7}), known=known or {}
+    )
+
+
+def test_speaker_labels_do_not_ground_an_entity(ontology: Ontology) -> None:
+    model = build_response_model(ontology)
+    with pytest.raises(ValidationError, match="entity 'user' does not occur"):
+        model.model_validate(
+            {"entities": [{"name": "user", "type": "person"}], "relations": []},
+            context={"scope": scope(ontology)},
+        )
+
+
+def test_missing_evidence_is_filled_from_the_lines_that_mention_the_name(ontology: Ontology) -> None:
+    model = build_response_model(ontology)
+    result = model.model_validate(
+        {"entities": [{"name": "Maya Lin", "type": "person", "aliases": ["Maya"]}], "relations": []},
+        context={"scope": scope(ontology)},
+    )
+    [entity] = result.resolved()[0]
+    assert entity.evidence == (6, 7)
+
+
+def test_a_known_entity_keeps_its_key_and_display_name(ontology: Ontology) -> None:
+    known = {"person:maya-lin": KnownEntity("person:maya-lin", "Maya Lin", "person", ("Maya",))}
+    model = build_response_model(ontology)
+    result = model.model_validate(
+        {"entities": [{"name": "Maya", "type": "person"}], "relations": []},
+        context={"scope": scope(ontology, known)},
+    )
+    [entity] = result.resolved()[0]
+    assert (entity.key, entity.name) == ("person:maya-lin", "Maya Lin")
+
+
+def test_relation_endpoints_must_fit_the_ontology(ontology: Ontology) -> None:
+    model = build_response_model(ontology)
+    data = {
+        "entities": [{"name": "Maya Lin", "type": "person"}, {"name": "Globex", "type": "organization"}],
+        "relations": [{"source": "Globex", "type": "lives_in", "target": "Maya Lin"}],
+    }
+    with pytest.raises(
+        ValidationError, match="lives_in goes from person to location, not from organization to person"
+    ):
+        model.model_validate(data, context={"scope": scope(ontology)})
+
+
+def test_lists_are_required_and_bounded_in_the_schema(ontology: Ontology) -> None:
+    schema = build_response_model(ontology, reasoning=True).model_json_schema()
+    assert schema["required"] == ["reasoning", "entities", "relations"]
+    assert schema["properties"]["entities"]["maxItems"] == 30
+    assert schema["properties"]["reasoning"]["maxLength"] == 300
+
+
+def test_candidate_names_are_capitalised_spans_not_sentence_starters() -> None:
+    text = (
+        "[6] user: Hi! I'm Maya Lin, I lead the platform team at Globex. Update: we moved to Lisbon.\n"
+        "[7] user (Priya): Right. Bank of America called; He's late."
+    )
+    names = candidate_names(text)
+    assert {"Maya Lin", "Maya", "Globex", "Lisbon", "Priya", "Bank of America"} <= set(names)
+    assert not {"Hi", "Update", "Right", "He's", "I'm", "user"} & set(names)
+
+
+def test_candidate_names_are_off_for_uncased_scripts() -> None:
+    assert candidate_names("[3] user: 张伟在北京的Acme工作") == []
+
+
+def test_candidate_mode_constrains_names_in_the_schema(ontology: Ontology) -> None:
+    schema = build_entities_model(ontology, names=["Maya Lin", "Globex"]).model_json_schema()
+    entity = schema["$defs"]["ExtractedEntity"]
+    assert entity["properties"]["name"]["enum"] == ["Maya Lin", "Globex"]
+    assert "attributes" not in entity["properties"]
+    assert schema["properties"]["entities"]["minItems"] == 1
+
+
+def test_the_relations_step_only_offers_relations_the_ontology_allows(ontology: Ontology) -> None:
+    model = build_relations_model(
+        ontology, {"Maya Lin": "person", "Globex": "organization", "Lisbon": "location"}
+    )
+    assert model is not None
+
+    def values(prop: dict[str, Any]) -> list[str]:
+        return [prop["const"]] if "const" in prop else list(prop["enum"])
+
+    variants = {values(d["properties"]["type"])[0]: d for d in model.model_json_schema()["$defs"].values()}
+    assert values(variants["lives_in"]["properties"]["source"]) == ["Maya Lin"]
+    assert values(variants["lives_in"]["properties"]["target"]) == ["Lisbon"]
+    assert values(variants["works_for"]["properties"]["target"]) == ["Globex"]
+    assert "reports_to" not in variants  # needs two people
+    assert build_relations_model(ontology, {"Lisbon": "location"}) is None
