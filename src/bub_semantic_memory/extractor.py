@@ -278,9 +278,17 @@ class Extractor:
             model=self.model,
             mode=self.mode,
             usage=usage,
-            entities=tuple(entities),
+            entities=tuple(self._redacted(e) for e in entities),
             relations=tuple(relations),
         )
+
+    def _redacted(self, entity: Entity) -> Entity:
+        """The model only saw redacted text, but a secret must never be stored even if one slips through."""
+        attributes = {k: self.redactor(v) for k, v in entity.attributes.items()}
+        aliases = tuple(self.redactor(a) for a in entity.aliases)
+        if attributes == entity.attributes and aliases == entity.aliases:
+            return entity
+        return entity.model_copy(update={"attributes": attributes, "aliases": aliases})
 
     def _listed_known(
         self, memory: MemoryGraph | None, learned: Mapping[str, KnownEntity], window: Window
