@@ -21,3 +21,13 @@ test: setup
 lint: setup
 	$(UV) run --frozen ruff check
 	$(UV) run --frozen mypy
+
+# The main job: evaluate extraction on the quick fixtures with the embedded local model
+# (Gemma 3 270M base: a smoke-test model). Point --model/--base-url at a real endpoint for
+# meaningful scores (see README).
+eval: setup-local
+	$(UV) run --frozen semantic-memory eval run --model local --tag quick \
+		--prompt extract@1 --prompt extract@2 --concurrency 1 --out reports/quickstart
+
+bench: setup-local
+	$(UV) run --frozen python -m benchmarks

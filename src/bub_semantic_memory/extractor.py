@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -328,31 +328,28 @@ class Extractor:
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="all", entities=[])
-        model = self._response_model
-        if self.prompt.candidates:
-            names = self._candidates(window, listed)
-            model = build_response_model(
-                self.prompt.ontology, reasoning=self.prompt.reasoning, names=names or None
-            )
+        model = self._constrained(build_response_model, window, listed) or self._response_model
         response = await self._ask(model, messages, self._scope(window, known), ledger)
         return response.resolved()
 
-    @staticmethod
-    def _candidates(window: Window, listed: Sequence[KnownEntity]) -> list[str]:
-        """Names an entity may take: capitalised spans of the window, and the listed known names."""
+    def _constrained(
+        self, builder: Callable[..., type[ExtractionResponse]], window: Window, listed: Sequence[KnownEntity]
+    ) -> type[ExtractionResponse] | None:
+        """With ``candidates: true``, the response model whose names are the window's candidate names
+        (capitalised spans, and the listed known names); None otherwise or without candidates."""
+        if not self.prompt.candidates:
+            return None
         spans = candidate_names("\n".join([window.context.text(), window.lines.text()]))
-        return list(dict.fromkeys([*spans, *(k.name for k in listed)]))
+        names = list(dict.fromkeys([*spans, *(k.name for k in listed)]))
+        if not names:
+            return None
+        return builder(self.prompt.ontology, reasoning=self.prompt.reasoning, names=names)
 
     async def _two_step(
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="entities", entities=[])
-        model = self._entities_model
-        if self.prompt.candidates:
-            names = self._candidates(window, listed)
-            model = build_entities_model(
-                self.prompt.ontology, reasoning=self.prompt.reasoning, names=names or None
-            )
+        model = self._constrained(build_entities_model, window, listed) or self._entities_model
         found = await self._ask(model, messages, self._scope(window, known), ledger)
         entities, _ = found.resolved()
         candidates = {e.key: KnownEntity(e.key, e.name, e.type, e.aliases) for e in entities}

@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from datetime import UTC, datetime
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 __all__ = [
     "Entity",
@@ -58,8 +59,14 @@ def entity_key(entity_type: str, name: str) -> str:
     return f"{entity_type}:{slug}"
 
 
-def _sorted_unique_ints(values: list[int]) -> list[int]:
-    return sorted(set(values))
+def _sorted_unique(value: object) -> object:
+    if isinstance(value, list | tuple | set | frozenset):
+        return tuple(sorted({int(v) for v in value}))
+    return value
+
+
+type Evidence = Annotated[tuple[int, ...], BeforeValidator(_sorted_unique)]
+"""Tape entry ids that state a fact: sorted, without duplicates."""
 
 
 class Entity(BaseModel):
@@ -81,14 +88,7 @@ class Entity(BaseModel):
     type: str
     aliases: tuple[str, ...] = ()
     attributes: dict[str, str] = Field(default_factory=dict)
-    evidence: tuple[int, ...] = ()
-
-    @field_validator("evidence", mode="before")
-    @classmethod
-    def _sort_evidence(cls, value: object) -> object:
-        if isinstance(value, list | tuple | set):
-            return tuple(sorted({int(v) for v in value}))
-        return value
+    evidence: Evidence = ()
 
     @classmethod
     def create(
@@ -129,16 +129,9 @@ class Relation(BaseModel):
     type: str
     target: str
     attributes: dict[str, str] = Field(default_factory=dict)
-    evidence: tuple[int, ...] = ()
+    evidence: Evidence = ()
     valid_from: int | str | None = None
     valid_until: int | str | None = None
-
-    @field_validator("evidence", mode="before")
-    @classmethod
-    def _sort_evidence(cls, value: object) -> object:
-        if isinstance(value, list | tuple | set):
-            return tuple(sorted({int(v) for v in value}))
-        return value
 
     @property
     def key(self) -> RelationKey:

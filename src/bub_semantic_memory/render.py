@@ -85,7 +85,7 @@ def _relevance_order(graph: MemoryGraph, query: str) -> list[str]:
     named = match_entities(graph, query) if query else []
     order: dict[str, None] = dict.fromkeys(named)
     for key in named:
-        for neighbour in graph.neighbours(key):
+        for neighbour in sorted(graph.neighbours(key), key=lambda k: -graph.last_seen(k)):
             order.setdefault(neighbour, None)
     head = list(order)
     return head + [key for key in graph.ranked_keys() if key not in order]
