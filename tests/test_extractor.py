@@ -135,12 +135,10 @@ async def test_a_hallucinated_name_is_reasked(fake_openai: FakeOpenAIServer) -> 
     assert "entity 'Eve Hacker' does not occur in the transcript" in reask_message(fake_openai)
 
 
-async def test_bad_evidence_self_loops_and_duplicates_are_reasked_together(
-    fake_openai: FakeOpenAIServer,
-) -> None:
+async def test_self_loops_and_duplicates_are_reasked_together(fake_openai: FakeOpenAIServer) -> None:
     broken = {
         "entities": [
-            {"name": "Alice Chen", "type": "person", "evidence": [99]},
+            {"name": "Alice Chen", "type": "person", "evidence": [2]},
             {"name": "alice chen", "type": "person", "evidence": [2]},
         ],
         "relations": [{"source": "Alice Chen", "type": "knows", "target": "Alice Chen", "evidence": [2]}],
@@ -149,9 +147,25 @@ async def test_bad_evidence_self_loops_and_duplicates_are_reasked_together(
     async with extractor(fake_openai) as ex:
         await ex.extract(ENTRIES, tape="t")
     message = reask_message(fake_openai)
-    assert "3 problem(s)" in message
-    assert "evidence [99] are not turn numbers" in message
+    assert "2 problem(s)" in message
     assert "listed twice" in message and "links an entity to itself" in message
+
+
+async def test_evidence_is_limited_to_the_windows_turn_numbers(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(
+        tool_call_reply(
+            "Extraction",
+            {"entities": [{"name": "Alice Chen", "type": "person", "evidence": [99]}], "relations": []},
+        ),
+        good(),
+    )
+    async with extractor(fake_openai) as ex:
+        await ex.extract(ENTRIES, tape="t")
+    evidence_schema = fake_openai.requests[0].body["tools"][0]["function"]["parameters"]["$defs"][
+        "ExtractedEntity"
+    ]["properties"]["evidence"]
+    assert evidence_schema["items"]["enum"] == [2, 3]  # a grammar-constrained backend cannot cite other turns
+    assert "Input should be 2 or 3" in reask_message(fake_openai)
 
 
 async def test_a_refusal_in_plain_text_is_reasked(fake_openai: FakeOpenAIServer) -> None:

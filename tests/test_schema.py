@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.schema import (
+    Constraints,
     KnownEntity,
     ValidationScope,
     build_entities_model,
@@ -79,20 +80,32 @@ def test_candidate_names_are_capitalised_spans_not_sentence_starters() -> None:
         "[7] user (Priya): Right. Bank of America called; He's late."
     )
     names = candidate_names(text)
+    assert names is not None
     assert {"Maya Lin", "Maya", "Globex", "Lisbon", "Priya", "Bank of America"} <= set(names)
     assert not {"Hi", "Update", "Right", "He's", "I'm", "user"} & set(names)
 
 
 def test_candidate_names_are_off_for_uncased_scripts() -> None:
-    assert candidate_names("[3] user: 张伟在北京的Acme工作") == []
+    assert candidate_names("[3] user: 张伟在北京的Acme工作") is None
 
 
 def test_candidate_mode_constrains_names_in_the_schema(ontology: Ontology) -> None:
-    schema = build_entities_model(ontology, names=["Maya Lin", "Globex"]).model_json_schema()
+    schema = build_entities_model(
+        ontology, constraints=Constraints(turns=(6, 7), names=("Maya Lin", "Globex"))
+    ).model_json_schema()
     entity = schema["$defs"]["ExtractedEntity"]
     assert entity["properties"]["name"]["enum"] == ["Maya Lin", "Globex"]
     assert "attributes" not in entity["properties"]
-    assert schema["properties"]["entities"]["minItems"] == 1
+    assert (
+        schema["properties"]["entities"]["minItems"] == 1
+        and schema["properties"]["entities"]["maxItems"] == 2
+    )
+    assert entity["properties"]["evidence"]["items"]["enum"] == [6, 7]
+
+
+def test_no_candidate_names_in_a_latin_window_means_nothing_to_name(ontology: Ontology) -> None:
+    schema = build_entities_model(ontology, constraints=Constraints(names=())).model_json_schema()
+    assert schema["properties"]["entities"]["maxItems"] == 0
 
 
 def test_the_relations_step_only_offers_relations_the_ontology_allows(ontology: Ontology) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
 from bub_semantic_memory.redact import Redactor
 from bub_semantic_memory.render import match_entities
 from bub_semantic_memory.schema import (
+    Constraints,
     ExtractionResponse,
     KnownEntity,
     ValidationScope,
@@ -92,7 +93,7 @@ class Extractor:
         mode: ``tools`` (default), ``json_schema``, ``md_json`` or ``json``.
         prompt: a prompt reference (``extract@2``) or a loaded :class:`PromptTemplate`.
         prompts: where references are looked up (default: the bundled prompts).
-        retry: re-ask and transport bounds.
+        retry: re-ask and transport bounds (default :class:`RetryPolicy`; one re-ask for ``local``).
         chunk_tokens: estimated tokens of new transcript per call (default 3000; 1200 for ``local``).
         overlap_lines / overlap_tokens: earlier context per call (already extracted).
         max_known_entities: known entities listed in the prompt.
@@ -130,8 +131,10 @@ class Extractor:
         self.prompt = (
             prompt if isinstance(prompt, PromptTemplate) else (prompts or PromptLibrary()).load(prompt)
         )
-        self.retry = retry or RetryPolicy()
         local = model == "local" or model.startswith("local:")
+        # In-process calls are slow (seconds of CPU each) and a grammar already keeps them
+        # schema-valid: one re-ask, and a longer deadline.
+        self.retry = retry or (RetryPolicy(reasks=1, deadline_s=300.0) if local else RetryPolicy())
         # A small local model has a 4k context and decodes slowly under a grammar: smaller windows.
         self.chunk_tokens = chunk_tokens or (1200 if local else 3000)
         self.overlap_lines = overlap_lines
@@ -142,8 +145,6 @@ class Extractor:
         self.redactor = redactor if redactor is not None else Redactor()
         self.line_limits = line_limits
         self.backend = backend or self._make_backend(base_url, api_key, http_client)
-        self._response_model = build_response_model(self.prompt.ontology, reasoning=self.prompt.reasoning)
-        self._entities_model = build_entities_model(self.prompt.ontology, reasoning=self.prompt.reasoning)
 
     def _make_backend(self, base_url: str | None, api_key: str | None, http_client: Any) -> ChatBackend:
         if self.model == "local" or self.model.startswith("local:"):
@@ -328,34 +329,43 @@ class Extractor:
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="all", entities=[])
-        model = self._constrained(build_response_model, window, listed) or self._response_model
+        model = build_response_model(
+            self.prompt.ontology,
+            reasoning=self.prompt.reasoning,
+            constraints=self._constraints(window, listed),
+        )
         response = await self._ask(model, messages, self._scope(window, known), ledger)
         return response.resolved()
 
-    def _constrained(
-        self, builder: Callable[..., type[ExtractionResponse]], window: Window, listed: Sequence[KnownEntity]
-    ) -> type[ExtractionResponse] | None:
-        """With ``candidates: true``, the response model whose names are the window's candidate names
-        (capitalised spans, and the listed known names); None otherwise or without candidates."""
+    def _constraints(self, window: Window, listed: Sequence[KnownEntity]) -> Constraints:
+        """The window's turn numbers, and with ``candidates: true`` its candidate names
+        (capitalised spans plus the listed known names; none for uncased scripts)."""
+        turns = tuple(sorted({*window.context.entry_ids, *window.lines.entry_ids}))
         if not self.prompt.candidates:
-            return None
+            return Constraints(turns=turns)
         spans = candidate_names("\n".join([window.context.text(), window.lines.text()]))
-        names = list(dict.fromkeys([*spans, *(k.name for k in listed)]))
-        if not names:
-            return None
-        return builder(self.prompt.ontology, reasoning=self.prompt.reasoning, names=names)
+        if spans is None:
+            return Constraints(turns=turns)
+        return Constraints(turns=turns, names=tuple(dict.fromkeys([*spans, *(k.name for k in listed)])))
 
     async def _two_step(
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="entities", entities=[])
-        model = self._constrained(build_entities_model, window, listed) or self._entities_model
+        constraints = self._constraints(window, listed)
+        model = build_entities_model(
+            self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=constraints
+        )
         found = await self._ask(model, messages, self._scope(window, known), ledger)
         entities, _ = found.resolved()
         candidates = {e.key: KnownEntity(e.key, e.name, e.type, e.aliases) for e in entities}
         endpoints = {k.name: k.type for k in listed if k.key not in candidates}
         endpoints.update({e.name: e.type for e in entities})
-        relations_model = build_relations_model(self.prompt.ontology, endpoints) if entities else None
+        relations_model = (
+            build_relations_model(self.prompt.ontology, endpoints, turns=constraints.turns)
+            if entities
+            else None
+        )
         if relations_model is None:
             return entities, []
         scope = self._scope(window, {**known, **candidates})

@@ -41,8 +41,10 @@ DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (
     ("url_credentials", r"(?<=://)[^\s:/@]+:[^\s@/]+(?=@)"),
     (
         "assignment",
-        rf"""(?ix)(?<![A-Za-z0-9])(?P<key>{_ASSIGNMENT_KEYS})(?P<sep>["']?\s*[:=]\s*)"""
-        r"""(?P<value>"[^"\n]{3,}"|'[^'\n]{3,}'|[^\s"',;}{)\]]{3,})""",
+        # Key and value may be quoted; inside JSON-encoded text (tool arguments and results,
+        # possibly encoded twice) the quotes are escaped: {\"password\": \"hunter2\"}.
+        rf"""(?ix)(?<![A-Za-z0-9])(?P<key>{_ASSIGNMENT_KEYS})(?P<sep>(?:\\*["'])?\s*[:=]\s*)"""
+        r"""(?P<value>(?P<esc>\\+)"[^"\\\n]{3,}(?P=esc)"|"[^"\n]{3,}"|'[^'\n]{3,}'|[^\s"',;}{)\]]{3,})""",
     ),
 )
 
@@ -89,6 +91,7 @@ class Redactor:
         self.counts[kind] += 1
         if kind == "assignment":
             value = match.group("value")
-            quote = value[0] if value[0] in "\"'" else ""
+            escaped = match.group("esc")
+            quote = f'{escaped}"' if escaped else (value[0] if value[0] in "\"'" else "")
             return f"{match.group('key')}{match.group('sep')}{quote}[REDACTED:secret]{quote}"
         return f"[REDACTED:{kind}]"

@@ -30,6 +30,7 @@ from bub_semantic_memory.models import Entity, Relation, entity_key, normalize_n
 from bub_semantic_memory.ontology import Ontology
 
 __all__ = [
+    "Constraints",
     "ExtractionResponse",
     "KnownEntity",
     "ValidationScope",
@@ -283,19 +284,37 @@ def _list_of(item: Any) -> Any:
     return list[item]
 
 
-def _entity_model(ontology: Ontology, names: list[str] | None = None) -> type[BaseModel]:
-    if names:
+@dataclass(frozen=True)
+class Constraints:
+    """What one window allows, written into the response schema (grammar-constrained backends
+    enforce it while decoding; validators enforce it for everyone else).
+
+    Attributes:
+        turns: the turn numbers evidence may cite (empty: any integer).
+        names: entity names to pick from (None: free text; empty: nothing to name).
+    """
+
+    turns: tuple[int, ...] = ()
+    names: tuple[str, ...] | None = None
+
+
+def _evidence_field(turns: tuple[int, ...]) -> tuple[Any, Any]:
+    item: Any = Literal[turns] if turns else int
+    return (_list_of(item), Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP))
+
+
+def _entity_model(ontology: Ontology, constraints: Constraints) -> type[BaseModel]:
+    entity_type = (_literal(list(ontology.entity_types)), Field(description="One entity type of the list."))
+    if constraints.names:
         # Candidate mode (small models): names and aliases are picked, not written, and
         # there are no free-text attributes for a weak model to ramble in.
+        names = list(constraints.names)
         return create_model(
             "ExtractedEntity",
             name=(_literal(names), Field(description="The name exactly as written in the transcript.")),
-            type=(_literal(list(ontology.entity_types)), Field(description="One entity type of the list.")),
+            type=entity_type,
             aliases=(_list_of(_literal(names)), Field(default_factory=list, max_length=3)),
-            evidence=(
-                list[int],
-                Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP),
-            ),
+            evidence=_evidence_field(constraints.turns),
         )
     return create_model(
         "ExtractedEntity",
@@ -303,7 +322,7 @@ def _entity_model(ontology: Ontology, names: list[str] | None = None) -> type[Ba
             Annotated[str, Field(min_length=1, max_length=MAX_NAME)],
             Field(description="The name exactly as written in the transcript."),
         ),
-        type=(_literal(list(ontology.entity_types)), Field(description="One entity type of the list.")),
+        type=entity_type,
         aliases=(
             list[Annotated[str, Field(max_length=MAX_NAME)]],
             Field(default_factory=list, max_length=MAX_ALIASES, description="Other names used for it."),
@@ -316,24 +335,26 @@ def _entity_model(ontology: Ontology, names: list[str] | None = None) -> type[Ba
                 description="Short facts, e.g. role or due date.",
             ),
         ),
-        evidence=(
-            list[int],
-            Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP),
-        ),
+        evidence=_evidence_field(constraints.turns),
     )
 
 
-def _relation_model(ontology: Ontology, endpoints: list[str] | None) -> type[BaseModel]:
-    endpoint: Any = _literal(endpoints) if endpoints else Annotated[str, Field(max_length=MAX_NAME + 40)]
+def _entities_field(ontology: Ontology, constraints: Constraints, *, at_least: int = 0) -> tuple[Any, Any]:
+    most = MAX_ENTITIES if constraints.names is None else min(MAX_ENTITIES, len(constraints.names))
+    return (
+        _list_of(_entity_model(ontology, constraints)),
+        Field(min_length=min(at_least, most), max_length=most),
+    )
+
+
+def _relation_model(ontology: Ontology, constraints: Constraints) -> type[BaseModel]:
+    endpoint: Any = Annotated[str, Field(max_length=MAX_NAME + 40)]
     return create_model(
         "ExtractedRelation",
         source=(endpoint, Field(description="Entity name (or known key) the relation starts from.")),
         type=(_literal(list(ontology.relation_types)), Field(description="One relation type of the list.")),
         target=(endpoint, Field(description="Entity name (or known key) the relation points to.")),
-        evidence=(
-            list[int],
-            Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP),
-        ),
+        evidence=_evidence_field(constraints.turns),
     )
 
 
@@ -341,46 +362,43 @@ def _reasoning_field() -> tuple[type[str], Any]:
     return (
         str,
         Field(
-            max_length=MAX_REASONING,
-            description="One or two sentences: who and what the turns are about.",
+            max_length=MAX_REASONING, description="One or two sentences: who and what the turns are about."
         ),
     )
 
 
 def build_response_model(
-    ontology: Ontology, *, reasoning: bool = False, names: list[str] | None = None
+    ontology: Ontology, *, reasoning: bool = False, constraints: Constraints | None = None
 ) -> type[ExtractionResponse]:
-    """The single-call response model: (reasoning), entities, then relations.
-
-    With ``names``, entity names are an enum of them (see :func:`candidate_names`).
-    """
+    """The single-call response model: (reasoning), entities, then relations."""
+    constraints = constraints or Constraints()
     fields: dict[str, Any] = {}
     if reasoning:
         fields["reasoning"] = _reasoning_field()
-    entity = _entity_model(ontology, names)
-    fields["entities"] = (list[entity], Field(max_length=MAX_ENTITIES))  # type: ignore[valid-type]
-    relation = _relation_model(ontology, None)
-    fields["relations"] = (list[relation], Field(max_length=MAX_RELATIONS))  # type: ignore[valid-type]
+    fields["entities"] = _entities_field(ontology, constraints)
+    fields["relations"] = (_list_of(_relation_model(ontology, constraints)), Field(max_length=MAX_RELATIONS))
     return cast("type[ExtractionResponse]", create_model("Extraction", __base__=ExtractionResponse, **fields))
 
 
 def build_entities_model(
-    ontology: Ontology, *, reasoning: bool = False, names: list[str] | None = None
+    ontology: Ontology, *, reasoning: bool = False, constraints: Constraints | None = None
 ) -> type[ExtractionResponse]:
-    """Step one of the two-step strategy: entities only (names from ``names`` when given)."""
+    """Step one of the two-step strategy: entities only.
+
+    With candidate names there is something to name, so at least one entity is asked
+    for (a small model under a grammar otherwise takes the shortest path, ``[]``);
+    with an empty candidate list nothing may be named.
+    """
+    constraints = constraints or Constraints()
     fields: dict[str, Any] = {}
     if reasoning:
         fields["reasoning"] = _reasoning_field()
-    entity = _entity_model(ontology, names)
-    # With candidate names there is something to name: ask for at least one (a small
-    # model under a grammar otherwise takes the shortest path, an empty list).
-    least = 1 if names else 0
-    fields["entities"] = (list[entity], Field(min_length=least, max_length=MAX_ENTITIES))  # type: ignore[valid-type]
+    fields["entities"] = _entities_field(ontology, constraints, at_least=1 if constraints.names else 0)
     return cast("type[ExtractionResponse]", create_model("Entities", __base__=ExtractionResponse, **fields))
 
 
 def build_relations_model(
-    ontology: Ontology, endpoints: Mapping[str, str]
+    ontology: Ontology, endpoints: Mapping[str, str], *, turns: tuple[int, ...] = ()
 ) -> type[ExtractionResponse] | None:
     """Step two of the two-step strategy: relations typed by the ontology over known endpoints.
 
@@ -401,10 +419,7 @@ def build_relations_model(
                 type=(_literal([rel_name]), Field(description=rel.description)),
                 source=(_literal(sources), ...),
                 target=(_literal(targets), ...),
-                evidence=(
-                    list[int],
-                    Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP),
-                ),
+                evidence=_evidence_field(turns),
             )
         )
     if not variants:
@@ -413,7 +428,9 @@ def build_relations_model(
     return cast(
         "type[ExtractionResponse]",
         create_model(
-            "Relations", __base__=ExtractionResponse, relations=(list[item], Field(max_length=MAX_RELATIONS))
+            "Relations",
+            __base__=ExtractionResponse,
+            relations=(_list_of(item), Field(max_length=MAX_RELATIONS)),
         ),
     )
 
@@ -435,16 +452,16 @@ _NOT_NAMES = frozenset(
 )
 
 
-def candidate_names(text: str, *, limit: int = 120) -> list[str]:
+def candidate_names(text: str, *, limit: int = 120) -> list[str] | None:
     """Capitalised spans of ``text`` that could be names ("Maya Lin", "Project Apollo", "Globex").
 
     Used by prompt versions with ``candidates: true`` to constrain entity names to
     what the transcript contains. A one-word span that only ever starts a sentence
     ("Update", "Right") is dropped; contractions ("He's") are never names. Scripts
-    without capitals (Chinese) yield nothing, and the name is then free text.
+    without capitals (Chinese) yield None: the name is then free text.
     """
     if _UNCASED_SCRIPT.search(text):
-        return []  # capitals mean nothing in Chinese or Japanese: leave names free
+        return None  # capitals mean nothing in Chinese or Japanese: leave names free
     found: dict[str, None] = {}
     mid_sentence: set[str] = set()
     for line in text.splitlines():

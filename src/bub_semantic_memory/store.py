@@ -225,7 +225,10 @@ def repair_torn_tail(path: Path) -> int:
         keep = _last_newline_end(handle, size)
         handle.seek(keep)
         torn = handle.read()
-        with path.with_name(path.name + ".torn").open("ab") as quarantine:
+        quarantine_fd = os.open(
+            path.with_name(path.name + ".torn"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, _FILE_MODE
+        )
+        with os.fdopen(quarantine_fd, "ab") as quarantine:  # memory bytes: user-only, like the sidecar
             quarantine.write(torn + b"\n")
         handle.truncate(keep)
         handle.flush()

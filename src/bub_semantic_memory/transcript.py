@@ -12,6 +12,10 @@ Two jobs, both tolerant of bad input:
   bub's ``sender_id=...|channel=...`` header and date line stripped), tool calls,
   tool results and anchors. System prompts, loop events and errors are dropped.
   Each line starts with ``[<entry id>]`` so the model's evidence can point back.
+  Secrets are redacted before a long text is cut (so a cut never leaves part of a
+  key behind), and the tags that delimit the transcript in the prompts
+  (``<transcript>``, ``<context>``) are neutralised, so conversation text cannot
+  close its data block and speak outside it.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ KNOWN_KINDS = frozenset({"anchor", "event", "system", "message", "tool_call", "t
 _HEADER_LINE = re.compile(r"^[A-Za-z_][\w]*=[^|\n]*(?:\|[A-Za-z_][\w]*=[^|\n]*)*$")
 _DATE_LINE = re.compile(r"^---Date: [^\n]*---$")
 _DEFAULT_SENDERS = frozenset({"", "human", "user", "default"})
+# The tags the prompt templates wrap conversation in; in conversation text they become ‹...›.
+_DELIMITER_TAG = re.compile(r"<\s*(/?)\s*(transcript|context)\s*>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -251,32 +257,41 @@ def render_transcript(
 
     Args:
         limits: per-line character limits; oversize text is truncated and reported.
-        redact: applied to every line before it leaves this function (secrets).
+        redact: applied to every line before it leaves this function, and to long texts
+            before they are cut (secrets).
         report: collects truncation notes.
     """
     limits = limits or LineLimits()
     report = report if report is not None else ReadReport()
+    clean = _cleaner(redact)
     lines: list[TranscriptLine] = []
     pending_calls: list[str] = []
     for entry in entries:
         text: str | None = None
         match entry.kind:
             case "message":
-                text = _render_message(entry, limits, report)
+                text = _render_message(entry, limits, report, clean)
             case "tool_call":
-                text, pending_calls = _render_tool_call(entry, limits, report)
+                text, pending_calls = _render_tool_call(entry, limits, report, clean)
             case "tool_result":
-                text = _render_tool_result(entry, pending_calls, limits, report)
+                text = _render_tool_result(entry, pending_calls, limits, report, clean)
                 pending_calls = []
             case "anchor":
-                text = _render_anchor(entry, limits, report)
+                text = _render_anchor(entry, limits, report, clean)
         if not text:
             continue
-        line = f"[{entry.id}] {text}"
-        if redact is not None:
-            line = redact(line)
-        lines.append(TranscriptLine(entry_id=entry.id, text=line))
+        lines.append(TranscriptLine(entry_id=entry.id, text=clean(f"[{entry.id}] {text}")))
     return Transcript(lines=tuple(lines))
+
+
+def _cleaner(redact: Callable[[str], str] | None) -> Callable[[str], str]:
+    """Neutralise delimiter tags, then redact; applied before truncation and to each whole line."""
+
+    def clean(text: str) -> str:
+        text = _DELIMITER_TAG.sub(r"‹\1\2›", text)
+        return redact(text) if redact is not None else text
+
+    return clean
 
 
 def _truncate(text: str, limit: int, entry_id: int, what: str, report: ReadReport) -> str:
@@ -300,7 +315,9 @@ def _content_text(content: object) -> str:
     return ""
 
 
-def _render_message(entry: Entry, limits: LineLimits, report: ReadReport) -> str | None:
+def _render_message(
+    entry: Entry, limits: LineLimits, report: ReadReport, clean: Callable[[str], str]
+) -> str | None:
     role = entry.payload.get("role")
     text = _content_text(entry.payload.get("content")).strip()
     if role == "user":
@@ -312,7 +329,7 @@ def _render_message(entry: Entry, limits: LineLimits, report: ReadReport) -> str
         return None
     if not text:
         return None
-    return f"{speaker}: {_truncate(_one_line(text), limits.message, entry.id, 'message', report)}"
+    return f"{speaker}: {_truncate(clean(_one_line(text)), limits.message, entry.id, 'message', report)}"
 
 
 def _one_line(text: str) -> str:
@@ -320,7 +337,9 @@ def _one_line(text: str) -> str:
     return " ⏎ ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
-def _render_tool_call(entry: Entry, limits: LineLimits, report: ReadReport) -> tuple[str | None, list[str]]:
+def _render_tool_call(
+    entry: Entry, limits: LineLimits, report: ReadReport, clean: Callable[[str], str]
+) -> tuple[str | None, list[str]]:
     calls = entry.payload.get("calls")
     rendered: list[str] = []
     names: list[str] = []
@@ -332,9 +351,8 @@ def _render_tool_call(entry: Entry, limits: LineLimits, report: ReadReport) -> t
         arguments = function.get("arguments")
         args_text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
         names.append(name)
-        rendered.append(
-            f"{name}({_truncate(args_text, limits.tool_arguments, entry.id, 'tool arguments', report)})"
-        )
+        shown = _truncate(clean(args_text), limits.tool_arguments, entry.id, "tool arguments", report)
+        rendered.append(f"{name}({shown})")
     content = _content_text(entry.payload.get("content")).strip()
     if not rendered and not content:
         return None, names
@@ -343,7 +361,11 @@ def _render_tool_call(entry: Entry, limits: LineLimits, report: ReadReport) -> t
 
 
 def _render_tool_result(
-    entry: Entry, pending_calls: list[str], limits: LineLimits, report: ReadReport
+    entry: Entry,
+    pending_calls: list[str],
+    limits: LineLimits,
+    report: ReadReport,
+    clean: Callable[[str], str],
 ) -> str | None:
     results = entry.payload.get("results")
     if not isinstance(results, list) or not results:
@@ -352,12 +374,14 @@ def _render_tool_result(
     for index, result in enumerate(results):
         name = pending_calls[index] if index < len(pending_calls) else "tool"
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-        text = _truncate(_one_line(text), limits.tool_result, entry.id, "tool result", report)
+        text = _truncate(clean(_one_line(text)), limits.tool_result, entry.id, "tool result", report)
         parts.append(f"{name} returned: {text}")
     return "tool: " + " ⏎ ".join(parts)
 
 
-def _render_anchor(entry: Entry, limits: LineLimits, report: ReadReport) -> str | None:
+def _render_anchor(
+    entry: Entry, limits: LineLimits, report: ReadReport, clean: Callable[[str], str]
+) -> str | None:
     name = entry.payload.get("name")
     state = entry.payload.get("state")
     if not isinstance(name, str) or not name:
@@ -367,7 +391,7 @@ def _render_anchor(entry: Entry, limits: LineLimits, report: ReadReport) -> str 
     summary = ""
     if isinstance(state, Mapping) and state and set(state) != {"owner"}:
         summary = ": " + _truncate(
-            json.dumps(state, ensure_ascii=False, default=str),
+            clean(json.dumps(state, ensure_ascii=False, default=str)),
             limits.anchor_state,
             entry.id,
             "anchor state",

@@ -97,11 +97,15 @@ class CallLedger:
         self.usage.latency_s = round(time.monotonic() - self.started, 4)
         return self.usage.model_copy()
 
-    def record_response(self, response: ChatCompletion) -> None:
-        self.usage.attempts += 1
+    def record_tokens(self, response: ChatCompletion) -> None:
+        """Count the tokens a response reports, also for one that is then rejected (empty choices)."""
         if response.usage is not None:
             self.usage.prompt_tokens += response.usage.prompt_tokens or 0
             self.usage.completion_tokens += response.usage.completion_tokens or 0
+
+    def record_response(self, response: ChatCompletion) -> None:
+        self.usage.attempts += 1
+        self.record_tokens(response)
         self.last_output = _raw_output(response)
 
 
@@ -172,11 +176,17 @@ class _EmptyChoices(Exception):
     """A 200 response without choices: treated as a transient endpoint fault."""
 
 
+class _NotACompletion(Exception):
+    """A 200 response whose body is not a chat completion (an HTML page from a proxy): transient."""
+
+
 def is_transient(exc: BaseException) -> bool:
     """Whether a retry can fix ``exc``: 429, 408/409/5xx, timeouts, connection and body faults."""
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _TRANSIENT_STATUS
-    if isinstance(exc, openai.APIConnectionError | openai.APIResponseValidationError | _EmptyChoices):
+    if isinstance(
+        exc, openai.APIConnectionError | openai.APIResponseValidationError | _EmptyChoices | _NotACompletion
+    ):
         return True
     return isinstance(exc, json.JSONDecodeError | UnicodeDecodeError)
 
@@ -222,6 +232,8 @@ def _describe(exc: BaseException) -> str:
         return f"connection failed ({type(cause).__name__ if cause else 'connection error'}: {cause or exc})"
     if isinstance(exc, _EmptyChoices):
         return "the endpoint answered without any choices"
+    if isinstance(exc, _NotACompletion):
+        return f"the endpoint answered with a body that is not a chat completion ({exc})"
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -266,7 +278,11 @@ async def send_with_retries(
                     )
                 ledger.usage.requests += 1
                 response = await send()
+                if not isinstance(getattr(response, "choices", None), list):
+                    # The client hands back the raw text of a non-JSON content type (text/html).
+                    raise _NotACompletion(type(response).__name__)
                 if not response.choices:
+                    ledger.record_tokens(response)  # billed even though there is nothing to use
                     raise _EmptyChoices
                 ledger.record_response(response)
                 return response
