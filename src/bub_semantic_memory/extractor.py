@@ -97,7 +97,7 @@ class Extractor:
         chunk_tokens: estimated tokens of new transcript per call (default 3000; 1200 for ``local``).
         overlap_lines / overlap_tokens: earlier context per call (already extracted).
         max_known_entities: known entities listed in the prompt.
-        max_output_tokens: ``max_tokens`` of each request (default 2048; 768 for ``local``).
+        max_output_tokens: ``max_tokens`` of each request (default 2048; 512 for ``local``).
         redactor: secret redaction for everything rendered (default on).
         backend: a ready :class:`ChatBackend` (overrides model/base_url routing).
         http_client: an ``httpx.AsyncClient`` for the OpenAI backend (tests, proxies).
@@ -140,7 +140,7 @@ class Extractor:
         self.overlap_lines = overlap_lines
         self.overlap_tokens = overlap_tokens
         self.max_known_entities = max_known_entities
-        self.max_output_tokens = max_output_tokens or (768 if local else 2048)
+        self.max_output_tokens = max_output_tokens or (512 if local else 2048)
         self.temperature = temperature
         self.redactor = redactor if redactor is not None else Redactor()
         self.line_limits = line_limits
