@@ -227,7 +227,7 @@ class Extractor:
         except OutputTruncatedError as exc:
             halves = window.split()
             if halves is None or depth >= _MAX_SPLIT_DEPTH:
-                raise
+                raise _charged(exc, carried) from exc.__cause__
             logger.info(
                 "output hit the token limit for entries %d-%d; extracting each half",
                 window.first_entry_id,
@@ -245,6 +245,8 @@ class Extractor:
                 ):
                     yield part
             return
+        except ExtractionError as exc:
+            raise _charged(exc, carried) from exc.__cause__
         if carried is not None:
             snapshot = snapshot.model_copy(update={"usage": snapshot.usage + carried})
         yield snapshot
@@ -422,6 +424,19 @@ class Extractor:
                 f"no valid extraction after {usage.attempts} attempt(s); last problem: {summary}", **details
             )
         return ExtractionError(f"extraction failed: {type(exc).__name__}: {exc}", **details)
+
+
+def _charged(error: ExtractionError, carried: Usage | None) -> ExtractionError:
+    """``error`` with the cost of the truncated attempts that led to it added to its usage."""
+    if carried is None:
+        return error
+    return type(error)(
+        error.reason,
+        usage=error.usage + carried,
+        model=error.model,
+        attempts=error.attempts + carried.attempts,
+        last_output=error.last_output,
+    )
 
 
 def _summarise(cause: BaseException | None) -> str:
