@@ -79,6 +79,12 @@ def test_new_version_is_an_editable_unreleased_copy(library: PromptLibrary) -> N
     assert library.load(str(template)).sha256 != library.load("extract@1").sha256
 
 
+def test_a_bare_name_picks_the_promoted_version(library: PromptLibrary) -> None:
+    promoted = library.manifest().promoted["extract"].version
+    assert library.resolve("extract") == ("extract", promoted)
+    assert library.resolve("extract@promoted") == ("extract", promoted)
+
+
 def test_promote_records_version_model_and_scores(library: PromptLibrary) -> None:
     template = library.load("extract@1")
     library.promote(template, model="gpt-x", scores={"entity_f1": 0.8}, baseline=None, tolerance=0.02)
@@ -131,6 +137,9 @@ def test_the_built_wheel_ships_the_prompt_files(tmp_path: Path) -> None:
 
 
 def test_a_bare_name_never_picks_a_draft(library: PromptLibrary) -> None:
+    manifest = library.manifest()
+    manifest.promoted.clear()
+    library.save_manifest(manifest)
     draft = library.new_version("extract", base="extract@1")
     released = sorted(int(ref.split("@")[1]) for ref in library.manifest().released)
     assert library.resolve("extract") == ("extract", released[-1])

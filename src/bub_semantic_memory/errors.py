@@ -27,7 +27,7 @@ and warns (see :mod:`bub_semantic_memory.transcript`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bub_semantic_memory.models import Usage
@@ -127,7 +127,16 @@ class TransportError(ExtractionError):
 
 
 class ValidationExhaustedError(ExtractionError):
-    """The model's output stayed invalid after every re-ask."""
+    """The model's output stayed invalid after every re-ask.
+
+    Attributes:
+        too_many_items: the last answer listed more entities or relations than the
+            schema allows; the extractor then splits the window instead of giving up.
+    """
+
+    def __init__(self, message: str, *, too_many_items: bool = False, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.too_many_items = too_many_items
 
 
 class OutputTruncatedError(ExtractionError):

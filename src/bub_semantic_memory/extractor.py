@@ -224,12 +224,15 @@ class Extractor:
     ) -> AsyncIterator[Snapshot]:
         try:
             snapshot = await self.extract_window(window, tape=tape, memory=memory, learned=learned)
-        except OutputTruncatedError as exc:
-            halves = window.split()
+        except (OutputTruncatedError, ValidationExhaustedError) as exc:
+            # Too much to say for one answer (cut at the token limit, or more items than
+            # the schema allows): say it in two halves.
+            too_much = isinstance(exc, OutputTruncatedError) or getattr(exc, "too_many_items", False)
+            halves = window.split() if too_much else None
             if halves is None or depth >= _MAX_SPLIT_DEPTH:
                 raise _charged(exc, carried) from exc.__cause__
             logger.info(
-                "output hit the token limit for entries %d-%d; extracting each half",
+                "too much to extract at once from entries %d-%d; extracting each half",
                 window.first_entry_id,
                 window.last_entry_id,
             )
@@ -420,8 +423,13 @@ class Extractor:
             return TransportError(cause.reason, **details)
         if isinstance(exc, InstructorRetryException):
             summary = _summarise(cause)
+            too_long = isinstance(cause, ValidationError) and any(
+                e.get("type") == "too_long" for e in cause.errors()
+            )
             return ValidationExhaustedError(
-                f"no valid extraction after {usage.attempts} attempt(s); last problem: {summary}", **details
+                f"no valid extraction after {usage.attempts} attempt(s); last problem: {summary}",
+                too_many_items=too_long,
+                **details,
             )
         return ExtractionError(f"extraction failed: {type(exc).__name__}: {exc}", **details)
 
@@ -430,6 +438,15 @@ def _charged(error: ExtractionError, carried: Usage | None) -> ExtractionError:
     """``error`` with the cost of the truncated attempts that led to it added to its usage."""
     if carried is None:
         return error
+    if isinstance(error, ValidationExhaustedError):
+        return ValidationExhaustedError(
+            error.reason,
+            too_many_items=error.too_many_items,
+            usage=error.usage + carried,
+            model=error.model,
+            attempts=error.attempts + carried.attempts,
+            last_output=error.last_output,
+        )
     return type(error)(
         error.reason,
         usage=error.usage + carried,

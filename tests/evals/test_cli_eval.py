@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.report import load_report
+from bub_semantic_memory.prompts import PromptLibrary
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
 from tests.conftest import REPO
 
@@ -188,6 +189,10 @@ def test_fixtures_import_keeps_and_reports_unknown_types(tmp_path: Path) -> None
 def test_prompts_promote_exits_non_zero_when_the_gate_refuses(tmp_path: Path) -> None:
     prompts = tmp_path / "prompts"
     shutil.copytree(REPO / "prompts", prompts)
+    library = PromptLibrary(prompts)
+    manifest = library.manifest()
+    manifest.promoted.clear()  # start from nothing promoted
+    library.save_manifest(manifest)
     golds = [f.gold for f in QUICK]
     good, worse = OracleResponder.from_golds(golds), OracleResponder.from_golds(golds, drop_relations=True)
     base = [
@@ -205,7 +210,17 @@ def test_prompts_promote_exits_non_zero_when_the_gate_refuses(tmp_path: Path) ->
         str(tmp_path / "gate"),
     ]
     with FakeOpenAIServer(responder=good) as server:
-        first = runner.invoke(app, ["prompts", "promote", "extract@1", "--base-url", server.base_url, *base])
+        first = runner.invoke(
+            app,
+            [
+                "prompts",
+                "promote",
+                "extract@1",
+                "--base-url",
+                server.base_url,
+                *base,
+            ],
+        )
     assert first.exit_code == 0, first.output
     assert "Promoted extract@1" in first.stdout
 
