@@ -1,0 +1,68 @@
+"""Fixtures of the reliability suite: the outcome collector (and the report it writes on request), a bub rig.
+
+``RELIABILITY_REPORT=docs/reliability.md uv run pytest tests/reliability`` writes the
+counted outcomes of the run as Markdown; without the variable nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bub_semantic_memory.testing import FakeOpenAIServer
+from tests.reliability._bub import BubRig, fast_retry_policy
+from tests.reliability._report import Outcomes
+from tests.reliability._support import PROMPT
+
+_COLLECTED: list[Outcomes] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def outcomes() -> Iterator[Outcomes]:
+    """Counted outcomes of this session; written to ``$RELIABILITY_REPORT`` at the end, if set."""
+    target = os.environ.get("RELIABILITY_REPORT")
+    path = Path(target).resolve() if target else None  # resolved now: tests may chdir
+    collected = Outcomes()
+    _COLLECTED.append(collected)
+    started = time.monotonic()
+    yield collected
+    _COLLECTED.remove(collected)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(collected.render(wall_s=time.monotonic() - started), encoding="utf-8")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Count the suite's passes and failures for the report header."""
+    for collected in _COLLECTED:
+        if hasattr(report, "wasxfail"):
+            if report.when == "call":
+                collected.xfailed.append((report.nodeid.split("::")[-1], str(report.wasxfail)))
+        elif report.when == "call" or (report.when == "setup" and report.failed):
+            collected.passed += report.passed
+            collected.failed += report.failed
+
+
+@pytest.fixture
+def bub_rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[BubRig]:
+    """A bub process whose extraction endpoint is a fake server (set its ``responder``).
+
+    Retry cooldown 0, short back-offs (the plugin has no setting for them: its
+    ``RetryPolicy`` is patched), a 0.5 s request timeout, the suite's pinned prompt.
+    """
+    with FakeOpenAIServer() as server:
+        monkeypatch.setenv("BUB_MODEL", "openai:agent-model")
+        monkeypatch.setenv("BUB_API_KEY", "agent-key")
+        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MODEL", "fake-extractor")
+        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BASE_URL", server.base_url)
+        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_API_KEY", "extractor-key")
+        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_RETRY_COOLDOWN", "0")
+        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_REQUEST_TIMEOUT", "0.5")
+        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", PROMPT)
+        monkeypatch.setattr("bub_semantic_memory.transport.RetryPolicy", fast_retry_policy)
+        monkeypatch.chdir(tmp_path)
+        yield BubRig(tmp_path, server, tmp_path / "workspace")
