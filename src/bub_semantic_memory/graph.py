@@ -19,11 +19,46 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from bub_semantic_memory.models import Entity, Relation, RelationKey, Snapshot, normalize_name
 from bub_semantic_memory.ontology import Ontology
 
-__all__ = ["MemoryGraph"]
+__all__ = ["EntityView", "MemoryGraph", "RelationView"]
+
+_COMMON_WORD = 32
+
+
+class EntityView(Protocol):
+    """What renderers read from an entity (see :meth:`MemoryGraph.view`); do not mutate."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def aliases(self) -> dict[str, None]: ...
+    @property
+    def attributes(self) -> dict[str, str]: ...
+    @property
+    def last_seen(self) -> int: ...
+
+
+class RelationView(Protocol):
+    """What renderers read from a relation (see :meth:`MemoryGraph.edges`); do not mutate."""
+
+    @property
+    def source(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def valid_until(self) -> int | str | None: ...
+    @property
+    def key(self) -> RelationKey: ...
 
 
 @dataclass(slots=True)
@@ -89,8 +124,9 @@ class MemoryGraph:
         self._nodes: dict[str, _Node] = {}
         self._redirects: dict[str, str] = {}
         self._names: dict[tuple[str, str], str] = {}
-        self._by_name: dict[str, list[str]] = {}
-        self._by_word: dict[str, list[str]] = {}
+        self._by_name: dict[str, dict[str, None]] = {}
+        self._by_word: dict[str, dict[str, None]] = {}
+        self._common_words: set[str] = set()
         self._edges: dict[RelationKey, _Edge] = {}
         self._adjacency: dict[str, set[RelationKey]] = {}
         self._current: dict[tuple[str, str], RelationKey] = {}
@@ -148,6 +184,15 @@ class MemoryGraph:
         node = self._nodes.get(self.resolve(key))
         return node.freeze() if node else None
 
+    def view(self, key: str) -> EntityView | None:
+        """A read-only view of an entity without building a model (for hot paths like rendering)."""
+        return self._nodes.get(self.resolve(key))
+
+    def edges(self, key: str) -> list[RelationView]:
+        """Read-only views of the relations touching ``key`` (unsorted, no models built)."""
+        adjacency = self._adjacency.get(self.resolve(key), ())
+        return [self._edges[k] for k in adjacency]
+
     def entities(self) -> list[Entity]:
         """All entities, in key order."""
         return [self._nodes[k].freeze() for k in sorted(self._nodes)]
@@ -191,6 +236,8 @@ class MemoryGraph:
         A weaker match than :meth:`lookup` ("Maya" for "Maya Lin"); words shared by many
         entities ("project") are not indexed usefully and return many keys.
         """
+        if word in self._common_words:
+            return []
         return list(self._by_word.get(word, ()))
 
     def name_index(self) -> Iterator[tuple[str, str]]:
@@ -269,14 +316,20 @@ class MemoryGraph:
             if folded:
                 # First owner wins: two different people called "Alex" stay two entities.
                 self._names.setdefault((node.type, folded), node.key)
-                owners = self._by_name.setdefault(folded, [])
-                if node.key not in owners:
-                    owners.append(node.key)
+                self._by_name.setdefault(folded, {})[node.key] = None
                 words = folded.split()
                 for word in words if len(words) > 1 else ():
-                    holders = self._by_word.setdefault(word, [])
-                    if node.key not in holders:
-                        holders.append(node.key)
+                    self._index_word(word, node.key)
+
+    def _index_word(self, word: str, key: str) -> None:
+        if word in self._common_words:
+            return
+        holders = self._by_word.setdefault(word, {})
+        holders[key] = None
+        if len(holders) > _COMMON_WORD:
+            # "person", "project": a word in this many names identifies nothing; stop indexing it.
+            self._common_words.add(word)
+            del self._by_word[word]
 
     def _canonical_key(self, relation: Relation) -> RelationKey:
         source, target = self.resolve(relation.source), self.resolve(relation.target)

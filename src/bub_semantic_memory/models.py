@@ -8,6 +8,7 @@ fact extracted twice folds into one entity (see :mod:`bub_semantic_memory.graph`
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import unicodedata
 from datetime import UTC, datetime
@@ -33,6 +34,7 @@ type RelationKey = tuple[str, str, str]
 """(source key, relation type, target key)."""
 
 
+@functools.lru_cache(maxsize=65_536)
 def normalize_name(text: str) -> str:
     """Fold a name for comparison: NFKC, case-folded, punctuation to spaces, leading article dropped.
 

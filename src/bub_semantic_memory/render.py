@@ -14,10 +14,11 @@ appear last, marked as history. An empty graph renders no block at all.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Entity, Relation, normalize_name
+from bub_semantic_memory.graph import EntityView, MemoryGraph, RelationView
+from bub_semantic_memory.models import normalize_name
 from bub_semantic_memory.tokens import estimate_tokens
 
 __all__ = ["DEFAULT_BUDGET", "MemoryBlock", "match_entities", "render_memory"]
@@ -81,17 +82,18 @@ def match_entities(graph: MemoryGraph, text: str) -> list[str]:
     return list(found)
 
 
-def _relevance_order(graph: MemoryGraph, query: str) -> list[str]:
+def _relevance_order(graph: MemoryGraph, query: str) -> Iterator[str]:
+    """Keys in injection order, lazily: the rendering stops once the budget is spent."""
     named = match_entities(graph, query) if query else []
     order: dict[str, None] = dict.fromkeys(named)
     for key in named:
         for neighbour in sorted(graph.neighbours(key), key=lambda k: -graph.last_seen(k)):
             order.setdefault(neighbour, None)
-    head = list(order)
-    return head + [key for key in graph.ranked_keys() if key not in order]
+    yield from order
+    yield from (key for key in graph.ranked_keys() if key not in order)
 
 
-def _entity_line(entity: Entity) -> str:
+def _entity_line(entity: EntityView) -> str:
     details = [entity.type]
     if entity.aliases:
         details.append("also " + ", ".join(entity.aliases))
@@ -99,17 +101,15 @@ def _entity_line(entity: Entity) -> str:
     return f"- {entity.name} ({'; '.join(details)})"
 
 
-def _relation_line(graph: MemoryGraph, relation: Relation, names: dict[str, str]) -> str:
+def _relation_line(graph: MemoryGraph, relation: RelationView) -> str:
     def name(key: str) -> str:
-        if key not in names:
-            entity = graph.entity(key)
-            names[key] = entity.name if entity else key
-        return names[key]
+        entity = graph.view(key)
+        return entity.name if entity else key
 
     text = f"{name(relation.source)} {relation.type.replace('_', ' ')} {name(relation.target)}"
-    if relation.is_current:
-        return f"  - {text}"
     until = relation.valid_until
+    if until is None:
+        return f"  - {text}"
     when = f"until entry {until}" if isinstance(until, int) else f"until {until}"
     return f"  - (history, {when}) {text}"
 
@@ -121,16 +121,13 @@ def render_memory(graph: MemoryGraph, *, query: str = "", budget: int = DEFAULT_
     lines = [HEADER]
     used = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2
     shown_relations: set[tuple[str, str, str]] = set()
-    names: dict[str, str] = {}
     entities = facts = misses = 0
-    order = _relevance_order(graph, query)
-    for key in order:
+    for key in _relevance_order(graph, query):
         if misses >= _GIVE_UP_AFTER_MISSES:
             break
-        entity = graph.entity(key)
+        entity = graph.view(key)
         if entity is None:
             continue
-        names[key] = entity.name
         line = _entity_line(entity)
         cost = estimate_tokens(line) + 1
         if used + cost > budget:
@@ -139,11 +136,13 @@ def render_memory(graph: MemoryGraph, *, query: str = "", budget: int = DEFAULT_
         lines.append(line)
         used += cost
         entities += 1
-        relations = sorted(graph.relations_of(key), key=lambda r: (not r.is_current, r.type, r.target))
-        for relation in relations:
+        edges = sorted(
+            graph.edges(key), key=lambda r: (r.valid_until is not None, r.type, r.target, r.source)
+        )
+        for relation in edges:
             if relation.key in shown_relations:
                 continue
-            fact = _relation_line(graph, relation, names)
+            fact = _relation_line(graph, relation)
             cost = estimate_tokens(fact) + 1
             if used + cost > budget:
                 continue
