@@ -9,7 +9,12 @@ import httpx
 import pytest
 import respx
 
-from bub_semantic_memory.errors import OutputTruncatedError, TransportError, ValidationExhaustedError
+from bub_semantic_memory.errors import (
+    ExtractionError,
+    OutputTruncatedError,
+    TransportError,
+    ValidationExhaustedError,
+)
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Entity, Relation
@@ -151,21 +156,33 @@ async def test_self_loops_and_duplicates_are_reasked_together(fake_openai: FakeO
     assert "listed twice" in message and "links an entity to itself" in message
 
 
-async def test_evidence_is_limited_to_the_windows_turn_numbers(fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.enqueue(
-        tool_call_reply(
-            "Extraction",
-            {"entities": [{"name": "Alice Chen", "type": "person", "evidence": [99]}], "relations": []},
-        ),
-        good(),
-    )
+async def test_evidence_outside_the_window_is_reasked(fake_openai: FakeOpenAIServer) -> None:
+    bad = {"entities": [{"name": "Alice Chen", "type": "person", "evidence": [99]}], "relations": []}
+    fake_openai.enqueue(tool_call_reply("Extraction", bad), good())
     async with extractor(fake_openai) as ex:
         await ex.extract(ENTRIES, tape="t")
-    evidence_schema = fake_openai.requests[0].body["tools"][0]["function"]["parameters"]["$defs"][
-        "ExtractedEntity"
-    ]["properties"]["evidence"]
-    assert evidence_schema["items"]["enum"] == [2, 3]  # a grammar-constrained backend cannot cite other turns
-    assert "Input should be 2 or 3" in reask_message(fake_openai)
+    assert "evidence [99] are not turn numbers of the transcript" in reask_message(fake_openai)
+
+
+async def test_a_grammar_constrained_backend_gets_the_windows_turns_as_an_enum() -> None:
+    sent: list[dict[str, Any]] = []
+
+    class Grammar:
+        grammar_constrained = True
+
+        async def create(self, **kwargs: Any) -> Any:
+            sent.append(kwargs)
+            raise RuntimeError("stop here")
+
+        async def aclose(self) -> None:
+            return None
+
+    ex = Extractor(model="m", prompt="extract@1", backend=Grammar(), retry=FAST)
+    with pytest.raises(ExtractionError):
+        await ex.extract(ENTRIES, tape="t")
+    parameters = sent[0]["tools"][0]["function"]["parameters"]
+    evidence = parameters["$defs"]["ExtractedEntity"]["properties"]["evidence"]
+    assert evidence["items"]["enum"] == [2, 3]  # a grammar cannot cite other turns
 
 
 async def test_a_refusal_in_plain_text_is_reasked(fake_openai: FakeOpenAIServer) -> None:

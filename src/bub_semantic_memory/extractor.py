@@ -343,8 +343,14 @@ class Extractor:
         return response.resolved()
 
     def _constraints(self, window: Window, listed: Sequence[KnownEntity]) -> Constraints:
-        """The window's turn numbers, and with ``candidates: true`` its candidate names
-        (capitalised spans plus the listed known names; none for uncased scripts)."""
+        """What the schema itself should enforce for this window.
+
+        Only a grammar-constrained backend (the local model) or a prompt with
+        ``candidates: true`` needs per-window enums (turn numbers, candidate names); for
+        an endpoint the validators enforce the same rules, and a fixed schema is cheaper.
+        """
+        if not (self.prompt.candidates or getattr(self.backend, "grammar_constrained", False)):
+            return Constraints()
         turns = tuple(sorted({*window.context.entry_ids, *window.lines.entry_ids}))
         if not self.prompt.candidates:
             return Constraints(turns=turns)
@@ -401,9 +407,9 @@ class Extractor:
                 max_tokens=self.max_output_tokens,
             )
         except Exception as exc:
-            raise self._failure(exc, ledger) from exc
-        finally:
             ledger.usage.reasks += max(0, ledger.usage.attempts - attempts_before - 1)
+            raise self._failure(exc, ledger) from exc
+        ledger.usage.reasks += max(0, ledger.usage.attempts - attempts_before - 1)
         return result
 
     def _failure(self, exc: Exception, ledger: CallLedger) -> ExtractionError:

@@ -94,6 +94,10 @@ class LocalBackend:
         self._llm: Any = None
         self._lock = asyncio.Lock()
 
+    grammar_constrained = True
+    """llama.cpp decodes tool calls under a grammar built from the schema: enums in the
+    schema (turn numbers, candidate names) are enforced while generating."""
+
     @classmethod
     def from_model_spec(cls, spec: str) -> LocalBackend:
         """``local`` (the packaged model) or ``local:/path/to/model.gguf``."""

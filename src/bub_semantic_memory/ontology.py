@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 __all__ = ["Ontology", "RelationType"]
 
@@ -44,6 +44,7 @@ class Ontology(BaseModel):
 
     entity_types: dict[str, str] = Field(min_length=1)
     relation_types: dict[str, RelationType] = Field(default_factory=dict)
+    _hash: int | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _check_names(self) -> Ontology:
@@ -57,6 +58,13 @@ class Ontology(BaseModel):
             if unknown:
                 raise ValueError(f"relation type {name!r} names unknown entity types: {', '.join(unknown)}")
         return self
+
+    def __hash__(self) -> int:
+        # Frozen, so the hash of its JSON form is stable; it lets schemas built from an
+        # ontology be cached (see bub_semantic_memory.schema).
+        if self._hash is None:
+            self._hash = hash(self.model_dump_json())
+        return self._hash
 
     def is_symmetric(self, relation_type: str) -> bool:
         """Whether ``relation_type`` is symmetric (unknown types are not)."""

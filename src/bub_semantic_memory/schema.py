@@ -19,6 +19,7 @@ them all. They enforce:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -367,6 +368,7 @@ def _reasoning_field() -> tuple[type[str], Any]:
     )
 
 
+@functools.lru_cache(maxsize=128)
 def build_response_model(
     ontology: Ontology, *, reasoning: bool = False, constraints: Constraints | None = None
 ) -> type[ExtractionResponse]:
@@ -380,6 +382,7 @@ def build_response_model(
     return cast("type[ExtractionResponse]", create_model("Extraction", __base__=ExtractionResponse, **fields))
 
 
+@functools.lru_cache(maxsize=128)
 def build_entities_model(
     ontology: Ontology, *, reasoning: bool = False, constraints: Constraints | None = None
 ) -> type[ExtractionResponse]:
