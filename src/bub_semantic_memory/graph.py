@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from bub_semantic_memory.models import Entity, Relation, RelationKey, Snapshot, normalize_name
+from bub_semantic_memory.models import Entity, Relation, RelationKey, Snapshot, gc_paused, normalize_name
 from bub_semantic_memory.ontology import Ontology
 
 __all__ = ["EntityView", "MemoryGraph", "RelationView"]
@@ -142,8 +142,9 @@ class MemoryGraph:
     ) -> MemoryGraph:
         """Build a graph from snapshots (in any order)."""
         graph = cls(ontology, tape=tape)
-        for snapshot in snapshots:
-            graph.add(snapshot)
+        with gc_paused():
+            for snapshot in snapshots:
+                graph.add(snapshot)
         return graph
 
     # -- reading ---------------------------------------------------------------

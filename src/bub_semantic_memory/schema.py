@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal, Union, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, create_model, model_validator
 
-from bub_semantic_memory.models import Entity, Relation, entity_key, normalize_name
+from bub_semantic_memory.models import Entity, Relation, entity_key, normalize_name, sorted_evidence
 from bub_semantic_memory.ontology import Ontology
 
 __all__ = [
@@ -274,7 +274,9 @@ class _Resolver:
             return None
         self.relation_keys.add(rel_key)
         evidence = self._check_evidence(label, list(raw.evidence))
-        return Relation(source=source_key, type=raw.type, target=target_key, evidence=tuple(evidence))
+        return Relation(
+            source=source_key, type=raw.type, target=target_key, evidence=sorted_evidence(evidence)
+        )
 
 
 def _literal(values: list[str]) -> Any:

@@ -26,7 +26,7 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bub.sidecars import sidecar_tape_name
 from bub.store import (
@@ -38,13 +38,13 @@ from bub.store import (
     is_async_tape_store,
 )
 from bub.tape import TapeEntry
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from bub_semantic_memory.errors import StoreError, TapeNameError
 from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Snapshot
+from bub_semantic_memory.models import Snapshot, gc_paused
 from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.transcript import Entry, ReadIssue, ReadReport, coerce_entries, read_tape_file
+from bub_semantic_memory.transcript import Entry, ReadIssue, ReadReport, coerce_entries, parse_tape_lines
 
 __all__ = [
     "SIDECAR_NAME",
@@ -149,12 +149,11 @@ class SnapshotStore:
             path = self.directory / f"{sidecar}.jsonl"
             if not path.exists():
                 return [], report
-            entries, _ = await asyncio.to_thread(read_tape_file, path, report=report)
-        else:
-            try:
-                entries = await fetch_tape(self.store, sidecar, report=report)
-            except Exception as exc:
-                raise StoreError(f"cannot read memory sidecar {sidecar}: {exc}") from exc
+            return await asyncio.to_thread(_read_sidecar_file, path, report), report
+        try:
+            entries = await fetch_tape(self.store, sidecar, report=report)
+        except Exception as exc:
+            raise StoreError(f"cannot read memory sidecar {sidecar}: {exc}") from exc
         snapshots = [s for e in entries if (s := _snapshot_from_entry(e, report)) is not None]
         return snapshots, report
 
@@ -192,11 +191,18 @@ class SnapshotStore:
         path = self.directory / f"{sidecar}.jsonl"
         try:
             with _locked(path.with_name(path.name + ".lock")):
-                _create_private(path)
-                repair_torn_tail(path)
-                self._file_store().append(sidecar, entry)
-                if self.fsync:
-                    _fsync(path)
+                # One descriptor for the whole append: creates the file user-only, checks
+                # the last byte, and fsyncs what bub's store wrote (same file, same inode).
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+                try:
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":
+                        repair_torn_tail(path)
+                    self._file_store().append(sidecar, entry)
+                    if self.fsync:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
         except OSError as exc:
             raise StoreError(f"cannot append snapshot to {path}: {_describe(exc)}") from exc
 
@@ -263,25 +269,54 @@ def _locked(lock_path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _create_private(path: Path) -> None:
-    if not path.exists():
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, _FILE_MODE))
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _describe(exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
         return "no space left on device"
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         return f"the memory directory is not writable ({exc.strerror})"
     return exc.strerror or str(exc)
+
+
+class _SnapshotPayload(BaseModel):
+    name: Literal["memory.snapshot"]
+    data: Snapshot
+
+
+class _SnapshotLine(BaseModel):
+    """A sidecar line holding a snapshot, parsed in one pass by pydantic's JSON parser."""
+
+    id: int
+    kind: Literal["event"]
+    payload: _SnapshotPayload
+
+
+def _read_sidecar_file(path: Path, report: ReadReport) -> list[Snapshot]:
+    """Snapshots of a sidecar file: a fast path per line, and the tolerant reader for the rest.
+
+    Most lines are well-formed snapshots and validate straight from their JSON bytes;
+    anything else (a torn line, another event, a bad payload) goes through
+    :func:`read_tape_file`'s rules and is reported there.
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise StoreError(f"cannot read memory sidecar {path}: {exc.strerror or exc}") from exc
+    snapshots: list[Snapshot] = []
+    slow: list[tuple[int, bytes]] = []
+    with gc_paused():
+        for number, line in enumerate(raw.split(b"\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                snapshots.append(_SnapshotLine.model_validate_json(line).payload.data)
+            except ValidationError:
+                slow.append((number, line))
+    for entry in parse_tape_lines(slow, report=report):
+        snapshot = _snapshot_from_entry(entry, report)
+        if snapshot is not None:
+            snapshots.append(snapshot)
+    report.entries = len(snapshots)
+    return snapshots
 
 
 def _snapshot_from_entry(entry: Entry, report: ReadReport) -> Snapshot | None:

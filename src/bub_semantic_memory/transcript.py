@@ -40,6 +40,7 @@ __all__ = [
     "Transcript",
     "TranscriptLine",
     "coerce_entries",
+    "parse_tape_lines",
     "read_tape_file",
     "render_transcript",
     "strip_bub_header",
@@ -114,8 +115,15 @@ def read_tape_file(path: Path, *, report: ReadReport | None = None) -> tuple[lis
         raw = path.read_bytes()
     except OSError as exc:
         raise TapeReadError(f"cannot read tape {path}: {exc.strerror or exc}") from exc
+    entries = parse_tape_lines(enumerate(raw.split(b"\n"), start=1), report=report)
+    report.entries = len(entries)
+    return entries, report
+
+
+def parse_tape_lines(lines: Iterable[tuple[int, bytes]], *, report: ReadReport) -> list[Entry]:
+    """Parse ``(line number, bytes)`` pairs of a tape file as tolerantly as :func:`read_tape_file`."""
     entries: list[Entry] = []
-    for number, raw_line in enumerate(raw.split(b"\n"), start=1):
+    for number, raw_line in lines:
         if not raw_line.strip():
             continue
         try:
@@ -135,8 +143,7 @@ def read_tape_file(path: Path, *, report: ReadReport | None = None) -> tuple[lis
         entry = _entry_from_dict(data, report, line=number)
         if entry is not None:
             entries.append(entry)
-    report.entries = len(entries)
-    return entries, report
+    return entries
 
 
 def coerce_entries(
