@@ -16,10 +16,13 @@ because of it):
     is empty. bub places system-prompt blocks in the leading system message.
 ``save_state``
     schedules an extraction of the entries after the watermark as a background task:
-    one per tape at a time, at most one follow-up queued. The watermark only moves
-    when a snapshot is stored, so a failed or unfinished extraction is redone later.
+    one per tape at a time, at most one follow-up queued, once the cadence says so
+    (every few turns, a long turn, or a handoff: recent turns are still in the agent's
+    own context, so batching them costs no recall). The watermark only moves when a
+    snapshot is stored, so a failed or unfinished extraction is redone later.
 ``provide_lifespan``
-    at shutdown, waits for running extractions up to ``shutdown_timeout``.
+    at shutdown, extracts what the cadence deferred and waits for running
+    extractions up to ``shutdown_timeout``.
 ``register_cli_commands``
     ``bub memory ...`` mirrors the ``semantic-memory`` console script.
 """
@@ -81,6 +84,7 @@ class SemanticMemoryPlugin:
         self._running: dict[str, asyncio.Task[None]] = {}
         self._follow_up: set[str] = set()
         self._cooldown_until: dict[str, float] = {}
+        self._deferred: dict[str, TapeStore | AsyncTapeStore] = {}
         self._semaphore: asyncio.Semaphore | None = None
         self._render_cache: dict[tuple[str, int, str, int], str] = {}
 
@@ -129,7 +133,11 @@ class SemanticMemoryPlugin:
                 api_key=endpoint.api_key,
                 mode=settings.mode,
                 prompt=self._library().load(settings.prompt),
-                retry=RetryPolicy(request_timeout_s=settings.request_timeout),
+                retry=RetryPolicy(
+                    request_timeout_s=settings.request_timeout,
+                    reasks=settings.reasks,
+                    transport_attempts=settings.transport_attempts,
+                ),
                 chunk_tokens=settings.chunk_tokens,
                 redactor=Redactor(settings.redact_patterns),
             )
@@ -231,31 +239,35 @@ class SemanticMemoryPlugin:
 
     # -- background extraction -----------------------------------------------------
 
-    def schedule(self, tape: str, store: TapeStore | AsyncTapeStore) -> None:
+    def schedule(self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool = False) -> None:
         """Extract ``tape``'s new entries in the background (one run per tape, one follow-up at most).
 
         ``store`` is captured now: bub releases its store reference before the lifespan
-        (which waits for these tasks) ends.
+        (which waits for these tasks) ends. ``force`` ignores the cadence (shutdown flush).
         """
         running = self._running.get(tape)
         if running is not None and not running.done():
             self._follow_up.add(tape)
             self.stats["follow_ups"] += 1
             return
-        task = asyncio.get_running_loop().create_task(self._run(tape, store), name=f"semantic-memory:{tape}")
+        task = asyncio.get_running_loop().create_task(
+            self._run(tape, store, force=force), name=f"semantic-memory:{tape}"
+        )
         self._running[tape] = task
         task.add_done_callback(
             lambda _: self._running.pop(tape, None) if self._running.get(tape) is task else None
         )
 
-    async def _run(self, tape: str, store: TapeStore | AsyncTapeStore) -> None:
+    async def _run(self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool = False) -> None:
         while True:
             self._follow_up.discard(tape)
-            await self._extract_once(tape, store)
+            await self._extract_once(tape, store, force=force)
             if tape not in self._follow_up:
                 return
 
-    async def _extract_once(self, tape: str, store: TapeStore | AsyncTapeStore) -> None:
+    async def _extract_once(
+        self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool = False
+    ) -> None:
         if time.monotonic() < self._cooldown_until.get(tape, 0.0):
             self.stats["cooldown_skips"] += 1
             return
@@ -263,7 +275,7 @@ class SemanticMemoryPlugin:
             self._semaphore = asyncio.Semaphore(self.settings.max_concurrent)
         async with self._semaphore:
             try:
-                stored = await self._extract_new_entries(tape, store)
+                stored = await self._extract_new_entries(tape, store, force=force)
             except Exception as exc:
                 self.stats["extraction_failures"] += 1
                 self._cooldown_until[tape] = time.monotonic() + self.settings.retry_cooldown
@@ -275,8 +287,13 @@ class SemanticMemoryPlugin:
         if stored:
             self.stats["extractions"] += 1
 
-    async def _extract_new_entries(self, tape: str, store: TapeStore | AsyncTapeStore) -> int:
-        """Extract what follows the watermark; return how many snapshots were stored."""
+    async def _extract_new_entries(
+        self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool = False
+    ) -> int:
+        """Extract what follows the watermark; return how many snapshots were stored.
+
+        Not yet due by the cadence: the tape is remembered, and extracted at shutdown.
+        """
         extractor = self._get_extractor()
         if extractor is None:
             return 0
@@ -286,44 +303,61 @@ class SemanticMemoryPlugin:
             graph, _ = await snapshots.graph(tape, self.ontology)
             self._graphs[tape] = graph
         entries = await fetch_tape(store, tape)
-        if not self._due(entries, graph.watermark):
+        if not (force or self._due(entries, graph.watermark)):
+            if any(e.id > graph.watermark for e in entries):
+                self._deferred[tape] = store
+                self.stats["deferred"] += 1
             return 0
+        self._deferred.pop(tape, None)
         stored = 0
         async for snapshot in extractor.iter_extract(entries, tape=tape, memory=graph):
             await snapshots.append(snapshot)  # the graph only learns what the store kept
             graph.add(snapshot)
             stored += 1
             self.stats["snapshots"] += 1
+        if stored:
+            graph.ranked_keys()  # rank here, off the model-call path, not on the next render
         return stored
 
     def _due(self, entries: list[Any], watermark: int) -> bool:
-        """The extraction cadence: after every N-th user turn, or once enough new text accumulated."""
+        """The extraction cadence: every N-th user turn, once enough new text accumulated, or at a
+        handoff (an anchor: the agent's context is about to lose the turns before it)."""
         new = [e for e in entries if e.id > watermark]
         settings = self.settings
         turns = sum(1 for e in new if e.kind == "message" and e.payload.get("role") == "user")
         if turns >= settings.every_turns:
+            return True
+        if any(e.kind == "anchor" and e.payload.get("name") != "session/start" for e in new):
             return True
         if settings.min_new_tokens > 0 and new:
             return estimate_tokens(render_transcript(new).text()) >= settings.min_new_tokens
         return False
 
     async def drain(self, grace_s: float) -> None:
-        """Wait for running extractions up to ``grace_s`` seconds, then cancel the rest.
-
-        What was cancelled is extracted again later: nothing was stored for it.
-        """
-        tasks = [t for t in self._running.values() if not t.done()]
-        if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=grace_s)
-            for task in pending:
-                task.cancel()
-                self.stats["cancelled_at_shutdown"] += 1
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
+        """Finish running extractions, extract what the cadence deferred, all within ``grace_s``
+        seconds; then cancel what is left. What was cancelled is extracted again later:
+        nothing was stored for it."""
+        deadline = time.monotonic() + grace_s
+        await self._wait_running(deadline)  # a running extraction may still defer its tape
+        if grace_s > 0:
+            for tape, store in list(self._deferred.items()):
+                self.schedule(tape, store, force=True)
+        await self._wait_running(deadline)
+        for task in [t for t in self._running.values() if not t.done()]:
+            task.cancel()
+            self.stats["cancelled_at_shutdown"] += 1
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         if self._extractor is not None:
             with contextlib.suppress(Exception):
                 await self._extractor.aclose()
             self._extractor = None
+
+    async def _wait_running(self, deadline: float) -> None:
+        tasks = [t for t in self._running.values() if not t.done()]
+        remaining = deadline - time.monotonic()
+        if tasks and remaining > 0:
+            await asyncio.wait(tasks, timeout=remaining)
 
     def graph(self, tape: str) -> MemoryGraph | None:
         """The in-memory graph of ``tape``, if it was loaded in this process."""

@@ -56,15 +56,19 @@ class SemanticMemorySettings(bub.Settings):
         default=None, description="A prompt directory replacing the bundled one."
     )
     budget: int = Field(default=800, ge=50, description="Token budget of the injected memory block.")
-    every_turns: int = Field(default=1, ge=1, description="Extract after every N-th turn of a session.")
+    every_turns: int = Field(
+        default=3, ge=1, description="Extract after every N-th user turn (and at handoffs and shutdown)."
+    )
     min_new_tokens: int = Field(
-        default=0,
-        ge=0,
-        description="Or wait until the new transcript reaches this many tokens (0: no minimum).",
+        default=400, ge=0, description="Or as soon as the new transcript reaches this many tokens (0: off)."
     )
     chunk_tokens: int = Field(default=3000, ge=200, description="Transcript tokens per extraction call.")
     request_timeout: float = Field(
         default=60.0, gt=0, description="Seconds per HTTP request to the endpoint."
+    )
+    reasks: int = Field(default=2, ge=0, le=5, description="Validation re-asks per extraction call.")
+    transport_attempts: int = Field(
+        default=5, ge=1, le=10, description="Requests per call against an endpoint that keeps failing."
     )
     shutdown_timeout: float = Field(
         default=30.0, ge=0, description="Seconds to wait at shutdown for running extractions."

@@ -91,6 +91,9 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BASE_URL", server.base_url)
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_API_KEY", "extractor-key")
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_RETRY_COOLDOWN", "0")
+        monkeypatch.setenv(
+            "BUB_SEMANTIC_MEMORY_EVERY_TURNS", "1"
+        )  # per-turn: the tests count requests per turn
         monkeypatch.chdir(tmp_path)
         harness = Harness(tmp_path, server)
         server.responder = harness.respond

@@ -228,3 +228,26 @@ def test_bub_hooks_lists_the_plugin_for_its_hooks(tmp_path: Path) -> None:
         timeout=120,
     )
     assert memory.returncode == 0 and "extract" in memory.stdout and "show" in memory.stdout
+
+
+async def test_the_default_cadence_batches_turns_and_flushes_at_shutdown(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_EVERY_TURNS", "3")
+    harness.extractions["Maya Lin"] = MAYA
+    framework, plugin, _ = harness.framework()
+    async with framework.running():
+        from bub.channels.message import ChannelMessage
+
+        for text in ("Hi, I'm Maya Lin and I live in Lisbon.", "ok", "thanks", "one more"):
+            await framework.process_inbound(
+                ChannelMessage(session_id="cli:test", channel="cli", chat_id="t", content=text)
+            )
+            await asyncio.sleep(0.2)
+            if text == "ok":
+                assert harness.extraction_requests() == []  # two turns: not due yet
+        assert len(harness.extraction_requests()) == 1  # the third turn made it due
+        assert plugin.stats["deferred"] >= 2
+    assert len(harness.extraction_requests()) == 2  # the fourth turn was flushed at shutdown
+    graph = plugin.graph(session_tape_name("cli:test", framework.workspace))
+    assert graph is not None and len(graph) == 2

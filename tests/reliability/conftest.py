@@ -61,6 +61,7 @@ def bub_rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[BubRig]
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BASE_URL", server.base_url)
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_API_KEY", "extractor-key")
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_RETRY_COOLDOWN", "0")
+        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_EVERY_TURNS", "1")  # the suite counts extractions per turn
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_REQUEST_TIMEOUT", "0.5")
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", PROMPT)
         monkeypatch.setattr("bub_semantic_memory.transport.RetryPolicy", fast_retry_policy)
