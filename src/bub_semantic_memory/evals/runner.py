@@ -33,14 +33,14 @@ from bub_semantic_memory.evals.report import (
     compare_runs,
     percentile,
 )
-from bub_semantic_memory.evals.scoring import ScoringConfig, score_dataset, score_fixture
+from bub_semantic_memory.evals.scoring import FixtureScore, ScoringConfig, aggregate, score_fixture
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Snapshot, Usage
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.prompts import PromptTemplate
 from bub_semantic_memory.redact import Redactor
-from bub_semantic_memory.transcript import render_transcript
+from bub_semantic_memory.transcript import Entry, render_transcript
 from bub_semantic_memory.transport import ChatBackend, RetryPolicy
 
 __all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval"]
@@ -97,8 +97,9 @@ def prediction_from_snapshots(
     )
 
 
-def _transcript_hash(fixture: Fixture) -> str:
-    text = render_transcript(fixture.entries(), redact=Redactor()).text()
+def _transcript_hash(entries: list[Entry], redactor: Redactor) -> str:
+    """Hash of what the model is shown: a change in rendering or redaction invalidates the cache."""
+    text = render_transcript(entries, redact=redactor).text()
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -130,13 +131,13 @@ class _PromptRunner:
         )
         self.cache = ResponseCache(options.cache_dir)
 
-    def _key(self, fixture: Fixture) -> tuple[str, dict[str, Any]]:
+    def _key(self, entries: list[Entry]) -> tuple[str, dict[str, Any]]:
         ex = self.extractor
         return cache_key(
             prompt_sha256=self.prompt.sha256,
             model=self.options.model,
             mode=ex.mode,
-            transcript_sha256=_transcript_hash(fixture),
+            transcript_sha256=_transcript_hash(entries, ex.redactor),
             chunk_tokens=ex.chunk_tokens,
             overlap=(ex.overlap_lines, ex.overlap_tokens),
             max_output_tokens=ex.max_output_tokens,
@@ -144,7 +145,8 @@ class _PromptRunner:
         )
 
     async def extract(self, fixture: Fixture) -> _Outcome:
-        key, fields = self._key(fixture)
+        entries = fixture.entries()
+        key, fields = self._key(entries) if self.options.cache != "off" else ("", {})
         if self.options.cache != "off":
             hit = self.cache.get(key)
             if hit is not None:
@@ -154,7 +156,7 @@ class _PromptRunner:
             return _Outcome(snapshots=[], error=miss)
         snapshots: list[Snapshot] = []
         try:
-            async for snapshot in self.extractor.iter_extract(fixture.entries(), tape=fixture.id):
+            async for snapshot in self.extractor.iter_extract(entries, tape=fixture.id):
                 snapshots.append(snapshot)
         except ExtractionError as exc:
             made = sum(s.usage.requests for s in snapshots) + exc.usage.requests
@@ -163,7 +165,9 @@ class _PromptRunner:
             self.cache.put(key, fields, snapshots)
         return _Outcome(snapshots=snapshots, requests_made=sum(s.usage.requests for s in snapshots))
 
-    def result(self, fixture: Fixture, outcome: _Outcome, config: ScoringConfig) -> FixtureResult:
+    def result(
+        self, fixture: Fixture, outcome: _Outcome, config: ScoringConfig
+    ) -> tuple[FixtureResult, FixtureScore]:
         prediction = prediction_from_snapshots(fixture.id, outcome.snapshots, self.prompt.ontology)
         score = score_fixture(fixture.gold, prediction, config)
         calls = [s for s in outcome.snapshots if s.usage.attempts or s.usage.requests]
@@ -172,7 +176,7 @@ class _PromptRunner:
         if error is not None:
             usage = usage + error.usage
         failed_calls = 1 if error is not None and not isinstance(error, ReplayMissError) else 0
-        return FixtureResult(
+        result = FixtureResult(
             fixture=fixture.id,
             ok=error is None,
             error=str(error) if error is not None else None,
@@ -192,11 +196,11 @@ class _PromptRunner:
             spurious_relations=score.spurious_relations,
             prediction=prediction,
         )
+        return result, score
 
 
-def _metrics(fixtures: Sequence[Fixture], results: Sequence[FixtureResult], config: ScoringConfig) -> Metrics:
-    gold = {f.id: f.gold for f in fixtures}
-    dataset = score_dataset([(r.fixture, gold[r.fixture], r.prediction) for r in results], config)
+def _metrics(results: Sequence[FixtureResult], scores: Sequence[FixtureScore]) -> Metrics:
+    dataset = aggregate(scores)
     calls = sum(r.calls for r in results)
     attempts = sum(r.usage.attempts for r in results)
     latencies = [latency for r in results for latency in r.call_latencies_s]
@@ -289,7 +293,7 @@ async def _run_prompt(
     task = progress.add_task(f"{prompt} · {options.model}", total=len(fixtures))
     semaphore = asyncio.Semaphore(max(1, options.concurrency))
 
-    async def one(fixture: Fixture) -> FixtureResult:
+    async def one(fixture: Fixture) -> tuple[FixtureResult, FixtureScore]:
         async with semaphore:
             outcome = await runner.extract(fixture)
         progress.advance(task)
@@ -297,7 +301,7 @@ async def _run_prompt(
 
     started = time.monotonic()
     try:
-        results = list(await asyncio.gather(*(one(f) for f in fixtures)))
+        scored = list(await asyncio.gather(*(one(f) for f in fixtures)))
     finally:
         if backend is None:
             await runner.extractor.aclose()
@@ -307,6 +311,6 @@ async def _run_prompt(
         prompt_sha256=prompt.sha256,
         model=options.model,
         mode=runner.extractor.mode,
-        metrics=_metrics(fixtures, results, config),
-        fixtures=results,
+        metrics=_metrics([r for r, _ in scored], [s for _, s in scored]),
+        fixtures=[r for r, _ in scored],
     )

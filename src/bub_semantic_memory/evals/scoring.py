@@ -49,6 +49,7 @@ __all__ = [
     "DatasetScore",
     "FixtureScore",
     "ScoringConfig",
+    "aggregate",
     "score_dataset",
     "score_fixture",
 ]
@@ -222,6 +223,11 @@ def score_dataset(
         _score(fid, gold, prediction if prediction is not None else Prediction(fixture=fid), config)
         for fid, gold, prediction in fixtures
     ]
+    return aggregate(scores)
+
+
+def aggregate(scores: Sequence[FixtureScore]) -> DatasetScore:
+    """Micro-average fixture scores that were already computed (see :func:`score_dataset`)."""
     per_entity: dict[str, PRF] = {}
     per_relation: dict[str, PRF] = {}
     for score in scores:
@@ -233,7 +239,7 @@ def score_dataset(
         relations=sum((s.relations for s in scores), PRF()),
         per_entity_type=dict(sorted(per_entity.items())),
         per_relation_type=dict(sorted(per_relation.items())),
-        fixtures=scores,
+        fixtures=list(scores),
     )
 
 
@@ -368,6 +374,43 @@ def _min_cost_matching(n_left: int, n_right: int, costs: Mapping[tuple[int, int]
     final matching is of maximum size and, among those, of minimum cost. Ties are broken
     by index, so the result is deterministic.
     """
+    matching: dict[int, int] = {}
+    for component in _components(costs):
+        if len(component) == 1:  # the common case: one candidate pair, nothing to choose
+            [(left, right)] = component
+            matching[left] = right
+            continue
+        lefts = sorted({left for left, _ in component})
+        rights = sorted({right for _, right in component})
+        left_index = {left: i for i, left in enumerate(lefts)}
+        right_index = {right: i for i, right in enumerate(rights)}
+        local = {(left_index[left], right_index[right]): costs[(left, right)] for left, right in component}
+        for left, right in _solve(len(lefts), len(rights), local).items():
+            matching[lefts[left]] = rights[right]
+    return matching
+
+
+def _components(costs: Mapping[tuple[int, int], int]) -> list[list[tuple[int, int]]]:
+    """Candidate pairs grouped into connected components (independent sub-problems)."""
+    parent: dict[tuple[str, int], tuple[str, int]] = {}
+
+    def find(node: tuple[str, int]) -> tuple[str, int]:
+        parent.setdefault(node, node)
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for left, right in costs:
+        parent[find(("l", left))] = find(("r", right))
+    groups: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for pair in sorted(costs):
+        groups.setdefault(find(("l", pair[0])), []).append(pair)
+    return list(groups.values())
+
+
+def _solve(n_left: int, n_right: int, costs: Mapping[tuple[int, int], int]) -> dict[int, int]:
+    """Successive shortest augmenting paths on one component."""
     adjacency: dict[int, list[tuple[int, int]]] = {}
     for (left, right), cost in sorted(costs.items()):
         adjacency.setdefault(left, []).append((right, cost))
