@@ -37,6 +37,7 @@ __all__ = [
     "dataset_hash",
     "load_fixtures",
     "load_predictions",
+    "read_jsonl",
 ]
 
 TAPE_FILE = "tape.jsonl"
@@ -203,6 +204,27 @@ def _read_gold(folder: Path) -> Gold:
     return gold if gold.id else gold.model_copy(update={"id": folder.name})
 
 
+def read_jsonl[M: BaseModel](path: Path, model: type[M], what: str) -> list[tuple[int, M]]:
+    """Parse a JSONL file into ``model`` instances with their line numbers (blank lines skipped).
+
+    Raises:
+        FixtureError: the file cannot be read, or a line is malformed (naming file and line).
+    """
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise FixtureError(f"cannot read {what}s {path}: {exc.strerror or exc}") from exc
+    items: list[tuple[int, M]] = []
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append((number, model.model_validate_json(line)))
+        except ValidationError as exc:
+            raise FixtureError(f"{path}:{number}: malformed {what}: {exc}") from exc
+    return items
+
+
 def load_predictions(path: Path) -> dict[str, Prediction]:
     """Read a predictions JSONL file (one :class:`Prediction` per line) keyed by fixture id.
 
@@ -212,19 +234,9 @@ def load_predictions(path: Path) -> dict[str, Prediction]:
         FixtureError: the file cannot be read, a line is malformed (the message names
             the file and line), or two lines predict the same fixture.
     """
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise FixtureError(f"cannot read predictions {path}: {exc.strerror or exc}") from exc
     predictions: dict[str, Prediction] = {}
     first_line: dict[str, int] = {}
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            prediction = Prediction.model_validate_json(line)
-        except ValidationError as exc:
-            raise FixtureError(f"{path}:{number}: malformed prediction: {exc}") from exc
+    for number, prediction in read_jsonl(path, Prediction, "prediction"):
         if prediction.fixture in predictions:
             raise FixtureError(
                 f"{path}:{number}: duplicate prediction for fixture {prediction.fixture!r} "

@@ -37,10 +37,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from bub_semantic_memory.errors import FixtureError
-from bub_semantic_memory.evals.dataset import GOLD_FILE, TAPE_FILE, Gold
+from bub_semantic_memory.evals.dataset import GOLD_FILE, TAPE_FILE, Gold, read_jsonl
 from bub_semantic_memory.models import normalize_name
 from bub_semantic_memory.ontology import Ontology
 
@@ -192,18 +192,8 @@ def _source_files(source: Path) -> list[Path]:
 
 
 def _read_source(path: Path) -> list[tuple[int, _SourceConversation]]:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise FixtureError(f"cannot read {path}: {exc.strerror or exc}") from exc
     conversations: list[tuple[int, _SourceConversation]] = []
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            conversation = _SourceConversation.model_validate_json(line)
-        except ValidationError as exc:
-            raise FixtureError(f"{path}:{number}: malformed conversation: {exc}") from exc
+    for number, conversation in read_jsonl(path, _SourceConversation, "conversation"):
         if not _FIXTURE_ID.match(conversation.id):
             raise FixtureError(
                 f"{path}:{number}: conversation id {conversation.id!r} must be 1-128 letters, digits, "
