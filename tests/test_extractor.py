@@ -422,3 +422,18 @@ async def test_respx_can_intercept_through_an_httpx_client(respx_mock: respx.Moc
         )
         [snapshot] = await ex.extract(ENTRIES, tape="t")
     assert route.call_count == 2 and snapshot.usage.prompt_tokens == 7 and len(snapshot.entities) == 2
+
+
+async def test_braces_in_the_conversation_are_sent_verbatim(fake_openai: FakeOpenAIServer) -> None:
+    text = "Alice Chen wrote {{ 7 * 7 }} and {% if x %}oops{% endif %} and {# note #} in the template."
+    entries = [Entry(2, "message", {"role": "user", "content": text})]
+    fake_openai.enqueue(
+        tool_call_reply(
+            "Extraction", {"entities": [{"name": "Alice Chen", "type": "person"}], "relations": []}
+        )
+    )
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(entries, tape="t")
+    assert text in str(fake_openai.requests[0].messages[-1]["content"])  # not rendered as a template
+    assert "49" not in str(fake_openai.requests[0].messages[-1]["content"])
+    assert [e.key for e in snapshot.entities] == ["person:alice-chen"]

@@ -50,6 +50,7 @@ from bub_semantic_memory.schema import (
     build_relations_model,
     build_response_model,
     candidate_names,
+    validation_scope,
 )
 from bub_semantic_memory.transcript import LineLimits, coerce_entries
 from bub_semantic_memory.transport import (
@@ -397,15 +398,15 @@ class Extractor:
         create: Any = instructor.patch(create=send, mode=MODES[self.mode])
         attempts_before = ledger.usage.attempts
         try:
-            result: ExtractionResponse = await create(
-                response_model=response_model,
-                messages=list(messages),
-                context={"scope": scope},
-                max_retries=self.retry.reasks,
-                model=self.model,
-                temperature=self.temperature,
-                max_tokens=self.max_output_tokens,
-            )
+            with validation_scope(scope):  # not context=: Instructor would template the messages
+                result: ExtractionResponse = await create(
+                    response_model=response_model,
+                    messages=list(messages),
+                    max_retries=self.retry.reasks,
+                    model=self.model,
+                    temperature=self.temperature,
+                    max_tokens=self.max_output_tokens,
+                )
         except Exception as exc:
             ledger.usage.reasks += max(0, ledger.usage.attempts - attempts_before - 1)
             raise self._failure(exc, ledger) from exc

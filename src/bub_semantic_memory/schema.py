@@ -19,9 +19,11 @@ them all. They enforce:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, cast
 
@@ -140,6 +142,24 @@ def _contains(haystack: str, folded: str) -> bool:
     return folded in haystack
 
 
+_CURRENT_SCOPE: ContextVar[ValidationScope | None] = ContextVar("validation_scope", default=None)
+
+
+@contextlib.contextmanager
+def validation_scope(scope: ValidationScope) -> Iterator[None]:
+    """Make ``scope`` the one the response validators check against, in this task.
+
+    The extractor uses this rather than Instructor's ``context=`` argument: Instructor
+    also renders every message as a Jinja template with that context, which would
+    evaluate (or choke on) braces that people type into a conversation.
+    """
+    token = _CURRENT_SCOPE.set(scope)
+    try:
+        yield
+    finally:
+        _CURRENT_SCOPE.reset(token)
+
+
 class _ResponseBase(BaseModel):
     """Validation shared by every generated response model."""
 
@@ -151,6 +171,7 @@ class _ResponseBase(BaseModel):
     @model_validator(mode="after")
     def _validate_against_scope(self, info: ValidationInfo) -> _ResponseBase:
         scope = (info.context or {}).get("scope") if isinstance(info.context, dict) else None
+        scope = scope if isinstance(scope, ValidationScope) else _CURRENT_SCOPE.get()
         if not isinstance(scope, ValidationScope):
             return self  # No scope (e.g. schema generation or a unit test of the shape only).
         resolver = _Resolver(scope)
