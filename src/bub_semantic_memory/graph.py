@@ -296,13 +296,18 @@ class MemoryGraph:
         if node is None:
             node = _Node(key=key, name=entity.name, type=entity.type)
             self._nodes[key] = node
+            self._index_name(node, node.name)
+        own = normalize_name(node.name)
         for alias in entity.names():
-            if normalize_name(alias) != normalize_name(node.name):
-                node.aliases.setdefault(alias, None)
-        node.attributes.update(entity.attributes)
+            # Only names not seen before are indexed: re-mentions cost O(their own names).
+            if alias not in node.aliases and alias != node.name and normalize_name(alias) != own:
+                node.aliases[alias] = None
+                self._index_name(node, alias)
+        if entity.attributes:
+            node.attributes.update(entity.attributes)
         node.evidence.update(entity.evidence)
-        node.last_seen = max(node.last_seen, position)
-        self._index_names(node)
+        if position > node.last_seen:
+            node.last_seen = position
 
     def _match_by_name(self, entity: Entity) -> str | None:
         for name in entity.names():
@@ -311,16 +316,16 @@ class MemoryGraph:
                 return self.resolve(existing)
         return None
 
-    def _index_names(self, node: _Node) -> None:
-        for name in (node.name, *node.aliases):
-            folded = normalize_name(name)
-            if folded:
-                # First owner wins: two different people called "Alex" stay two entities.
-                self._names.setdefault((node.type, folded), node.key)
-                self._by_name.setdefault(folded, {})[node.key] = None
-                words = folded.split()
-                for word in words if len(words) > 1 else ():
-                    self._index_word(word, node.key)
+    def _index_name(self, node: _Node, name: str) -> None:
+        folded = normalize_name(name)
+        if not folded:
+            return
+        # First owner wins: two different people called "Alex" stay two entities.
+        self._names.setdefault((node.type, folded), node.key)
+        self._by_name.setdefault(folded, {})[node.key] = None
+        words = folded.split()
+        for word in words if len(words) > 1 else ():
+            self._index_word(word, node.key)
 
     def _index_word(self, word: str, key: str) -> None:
         if word in self._common_words:
