@@ -303,7 +303,7 @@ class SemanticMemoryPlugin:
             graph, _ = await snapshots.graph(tape, self.ontology)
             self._graphs[tape] = graph
         entries = await fetch_tape(store, tape)
-        if not (force or self._due(entries, graph.watermark)):
+        if not (force or self.extraction_due(entries, graph.watermark)):
             if any(e.id > graph.watermark for e in entries):
                 self._deferred[tape] = store
                 self.stats["deferred"] += 1
@@ -319,7 +319,7 @@ class SemanticMemoryPlugin:
             graph.ranked_keys()  # rank here, off the model-call path, not on the next render
         return stored
 
-    def _due(self, entries: list[Any], watermark: int) -> bool:
+    def extraction_due(self, entries: list[Any], watermark: int) -> bool:
         """The extraction cadence: every N-th user turn, once enough new text accumulated, or at a
         handoff (an anchor: the agent's context is about to lose the turns before it)."""
         new = [e for e in entries if e.id > watermark]
