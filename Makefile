@@ -27,7 +27,7 @@ lint: setup
 # meaningful scores (see README).
 eval: setup-local
 	$(UV) run --frozen semantic-memory eval run --model local --tag quick \
-		--prompt extract@1 --prompt extract@2 --concurrency 1 --out reports/quickstart
+		--prompt extract@2 --prompt extract@3 --concurrency 1 --out reports/quickstart
 
 bench: setup-local
 	$(UV) run --frozen python -m benchmarks
