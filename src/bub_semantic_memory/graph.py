@@ -175,6 +175,8 @@ class MemoryGraph:
 
     def resolve(self, key: str) -> str:
         """The canonical key for ``key`` (itself unless it was merged into another entity)."""
+        if key not in self._redirects:  # the common case, on every fold step: no set to build
+            return key
         seen: set[str] = set()
         while key in self._redirects and key not in seen:
             seen.add(key)
@@ -355,15 +357,17 @@ class MemoryGraph:
             self._adjacency.setdefault(target, set()).add(key)
             if relation.valid_until is not None:
                 edge.valid_until = relation.valid_until
-        edge.attributes.update(relation.attributes)
+        if relation.attributes:
+            edge.attributes.update(relation.attributes)
         edge.evidence.update(relation.evidence)
-        edge.last_seen = max(edge.last_seen, position)
+        if position > edge.last_seen:
+            edge.last_seen = position
         if edge.valid_from is None:
             edge.valid_from = min(relation.evidence, default=None)
         for node_key in (source, target):
             node = self._nodes.get(node_key)
-            if node is not None:
-                node.last_seen = max(node.last_seen, position)
+            if node is not None and position > node.last_seen:
+                node.last_seen = position
         if (
             self.ontology is not None
             and self.ontology.is_single_valued(rel_type)
