@@ -1,0 +1,219 @@
+"""Run the benchmark suite: ``uv run python -m benchmarks``.
+
+Runs every section in a fresh process of its own, one after another (so no section runs
+on a heap or threads another section left behind), prints the summary table and
+writes ``benchmarks/RESULTS.md`` (the table, per-section details, the machine's core
+count and load, versions, the date and the command).
+
+Options:
+    --quick      small sizes and short latencies, a few seconds, no local model: a smoke
+                 run. Prints the table; writes a file only with --out.
+    --only N     run section N only (repeatable), while developing. Prints the table;
+                 writes a file only with --out.
+    --prompt REF the extraction prompt version (default: the plugin's default, ``extract``:
+                 the promoted version, else the newest released one), recorded in the results.
+    --out PATH   where to write the results (default: benchmarks/RESULTS.md for a full run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from benchmarks.common import BENCH_DIR, REPO, BenchConfig, Row, Section
+from benchmarks.sections import SECTIONS, configure_logging, run_isolated
+
+PACKAGES = ("bub", "bub-semantic-memory", "instructor", "openai", "pydantic", "httpx", "llama-cpp-python")
+
+
+def _versions() -> str:
+    found: list[str] = []
+    for name in PACKAGES:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} (not installed)")
+    return ", ".join(found)
+
+
+def _command(argv: Sequence[str]) -> str:
+    return " ".join(["uv run python -m benchmarks", *argv])
+
+
+def _met(row: Row) -> str:
+    return "—" if row.met is None else ("yes" if row.met else "**no**")
+
+
+def _value(row: Row) -> str:
+    return f"{row.value} ⏱" if row.kind == "time" else row.value
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def summary_table(sections: Sequence[Section]) -> str:
+    lines = ["| # | Metric | Value | Target | Met | Notes |", "|---|---|---|---|---|---|"]
+    for section in sections:
+        if section.skipped:
+            lines.append(f"| {section.number} | {section.title} | skipped | | — | {_cell(section.skipped)} |")
+        for row in section.rows:
+            lines.append(
+                f"| {section.number} | {_cell(row.metric)} | {_cell(_value(row))} | {_cell(row.target)} | "
+                f"{_met(row)} | {_cell(row.notes)} |"
+            )
+    return "\n".join(lines)
+
+
+def render_results(
+    sections: Sequence[Section],
+    *,
+    command: str,
+    started: datetime,
+    total_s: float,
+    load_before: tuple[float, float, float],
+    load_after: tuple[float, float, float],
+    quick: bool,
+    prompt: str,
+    prompt_given: bool,
+) -> str:
+    cores = os.cpu_count()
+    # Only the load before the run says whether other processes competed: the load after
+    # includes this run's own work (the fake endpoint's process, the local model's threads).
+    loaded = load_before[0] > 0.5 * (cores or 1)
+    targets = [row for s in sections for row in s.rows if row.met is not None]
+    missed = [row for row in targets if not row.met]
+    out = [
+        "# Benchmark results"
+        + (" (quick smoke run: small sizes, not the reference figures)" if quick else ""),
+        "",
+        f"- Command: `{command}` (from the repository root; `--quick` for a smoke run of a few seconds, "
+        "`--only N` for one section)",
+        f"- Date: {started.strftime('%Y-%m-%d %H:%M:%S %Z').strip()} · total run time {total_s:.1f} s",
+        f"- Machine: {cores} cores (`os.cpu_count()`), {platform.machine()}, {platform.system()} "
+        f"{platform.release()}",
+        f"- Load average before the run: {load_before[0]:.2f} / {load_before[1]:.2f} / {load_before[2]:.2f} "
+        f"(1/5/15 min), after: {load_after[0]:.2f} / {load_after[1]:.2f} / {load_after[2]:.2f}"
+        + (
+            f" — **the machine was loaded** (1-minute load {load_before[0]:.1f} on {cores} cores before "
+            "the run: other processes were using the CPU), so absolute times are pessimistic"
+            if loaded
+            else ""
+        ),
+        f"- Python {platform.python_version()}; {_versions()}",
+        f"- Extraction prompt (sections 1, 2, 5): {prompt}"
+        + (
+            " (given with --prompt)"
+            if prompt_given
+            else " — the plugin's default `extract` resolved at run time (the promoted version, else the "
+            "newest released one)"
+        ),
+        "",
+        "Ratios, counts, sizes and shares are measured side by side in this one run and are the figures to "
+        "compare. Absolute times (marked ⏱) are indicative only: they depend on this machine and its load. "
+        f"Targets met: {len(targets) - len(missed)} of {len(targets)}.",
+        "",
+        "## Summary",
+        "",
+        summary_table(sections),
+        "",
+    ]
+    if missed:
+        out += ["Targets missed (the section notes below say why):", ""]
+        out += [
+            f"- {section.number}. {row.metric}: {row.value} (target: {row.target})"
+            for section in sections
+            for row in section.rows
+            if row.met is False
+        ]
+        out.append("")
+    for section in sections:
+        out += [f"## {section.number}. {section.title}", ""]
+        if section.skipped:
+            out += [f"Skipped: {section.skipped}", ""]
+        if section.method:
+            out += [f"How: {section.method}", ""]
+        for table in section.tables:
+            out += [table.markdown(), ""]
+        out += [f"- {note}" for note in section.notes]
+        out += [f"- Section run time: {section.seconds:.1f} s", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _resolve_prompt(ref: str | None) -> str:
+    """``ref``, or the plugin's default prompt setting, resolved to ``name@version``."""
+    from bub_semantic_memory.prompts import PromptLibrary
+    from bub_semantic_memory.settings import SemanticMemorySettings
+
+    default = SemanticMemorySettings.model_fields["prompt"].default
+    return str(PromptLibrary().load(ref or str(default)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, a few seconds, no local model")
+    parser.add_argument(
+        "--only", type=int, action="append", choices=sorted(SECTIONS), help="run only section N (repeatable)"
+    )
+    parser.add_argument(
+        "--prompt", default=None, help="extraction prompt version (default: the plugin's default prompt)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="results file (default: benchmarks/RESULTS.md)"
+    )
+    args = parser.parse_args(args_list)
+    configure_logging()
+    os.chdir(REPO)
+    config = BenchConfig(quick=args.quick, prompt=_resolve_prompt(args.prompt))
+    numbers = sorted(set(args.only)) if args.only else sorted(SECTIONS)
+    out: Path | None = args.out
+    default_out = out is None and not args.quick and not args.only
+    if default_out:
+        out = BENCH_DIR / "RESULTS.md"
+
+    load_before = os.getloadavg()
+    started = datetime.now().astimezone()
+    clock = time.perf_counter()
+    sections: list[Section] = []
+    for number in numbers:
+        print(
+            f"[{time.perf_counter() - clock:6.1f}s] section {number}: {SECTIONS[number][1]} ...",
+            file=sys.stderr,
+        )
+        sections.append(run_isolated(number, config))
+    total = time.perf_counter() - clock
+    text = render_results(
+        sections,
+        command=_command(args_list),
+        started=started,
+        total_s=total,
+        load_before=load_before,
+        load_after=os.getloadavg(),
+        quick=config.quick,
+        prompt=config.prompt,
+        prompt_given=args.prompt is not None,
+    )
+    failed = [row for s in sections for row in s.rows if row.metric == "section failed"]
+    print(summary_table(sections))
+    print(f"\ntotal {total:.1f} s on {os.cpu_count()} cores", end="")
+    if out is not None and failed and default_out:
+        # Keep the last complete results: a broken run is printed, not recorded.
+        print(f"; {len(failed)} section(s) failed, {out} left unchanged (use --out to write anyway)")
+    elif out is not None:
+        out.write_text(text, encoding="utf-8")
+        print(f"; wrote {out}")
+    else:
+        print()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,228 @@
+"""Shared pieces of the benchmark suite: result rows, sections, timing and isolation helpers.
+
+A section returns a :class:`Section`: summary :class:`Row` objects (metric, value, target,
+met yes/no/none, notes), detail tables and notes, rendered into ``RESULTS.md`` by
+:mod:`benchmarks.__main__`. Rows say whether their value is an absolute time (indicative
+only: it depends on this machine and its load) or a ratio/count/size (the figures to compare).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import io
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "BENCH_DIR",
+    "REPO",
+    "BenchConfig",
+    "FileOpenCounter",
+    "Row",
+    "Section",
+    "Table",
+    "isolated_env",
+    "ms",
+    "percentile",
+    "summarise",
+    "temp_dir",
+]
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+
+type Kind = Literal["time", "ratio", "count", "size", "share", "info"]
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    """What a run measures.
+
+    Attributes:
+        quick: shrink every size for a smoke run of a few seconds.
+        prompt: the extraction prompt version for sections 1, 2 and 5 (a resolved reference
+            such as ``extract@2``; by default the one the plugin would use).
+    """
+
+    quick: bool = False
+    prompt: str = "extract"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One figure of the summary table.
+
+    Attributes:
+        metric: what was measured.
+        value: the measured value, formatted.
+        target: the issue's target, or "" for an informational figure.
+        met: whether the target is met (None: no target).
+        notes: how to read the value.
+        kind: ``time`` marks an absolute time (indicative only); other kinds are ratios,
+            counts, sizes or shares measured side by side in the same run.
+    """
+
+    metric: str
+    value: str
+    target: str = ""
+    met: bool | None = None
+    notes: str = ""
+    kind: Kind = "info"
+
+
+@dataclass
+class Table:
+    """A detail table (Markdown)."""
+
+    title: str
+    header: Sequence[str]
+    rows: list[Sequence[Any]] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        def cell(value: Any) -> str:
+            return str(value).replace("|", "\\|").replace("\n", " ")
+
+        lines = [f"**{self.title}**", "", "| " + " | ".join(self.header) + " |"]
+        lines.append("|" + "|".join("---" for _ in self.header) + "|")
+        lines.extend("| " + " | ".join(cell(v) for v in row) + " |" for row in self.rows)
+        return "\n".join(lines)
+
+
+@dataclass
+class Section:
+    """The result of one benchmark section."""
+
+    number: int
+    title: str
+    method: str = ""
+    rows: list[Row] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    skipped: str = ""
+
+    def row(self, *args: Any, **kwargs: Any) -> Row:
+        row = Row(*args, **kwargs)
+        self.rows.append(row)
+        return row
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) with linear interpolation; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """p50 / p95 / max / mean of a sample (same unit as the sample)."""
+
+    p50: float
+    p95: float
+    max: float
+    mean: float
+    n: int
+
+
+def summarise(values: Sequence[float]) -> Summary:
+    return Summary(
+        p50=percentile(values, 0.5),
+        p95=percentile(values, 0.95),
+        max=max(values, default=0.0),
+        mean=statistics.fmean(values) if values else 0.0,
+        n=len(values),
+    )
+
+
+def ms(seconds: float, digits: int = 3) -> str:
+    """Seconds formatted as milliseconds."""
+    return f"{seconds * 1000:.{digits}f} ms"
+
+
+def time_calls(call: Callable[[], Any], iterations: int) -> list[float]:
+    """Wall time of each of ``iterations`` calls, in seconds."""
+    timings: list[float] = []
+    clock = time.perf_counter
+    for _ in range(iterations):
+        start = clock()
+        call()
+        timings.append(clock() - start)
+    return timings
+
+
+@contextlib.contextmanager
+def temp_dir(prefix: str) -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix=f"bench-{prefix}-") as name:
+        yield Path(name)
+
+
+@contextlib.contextmanager
+def isolated_env(home: Path, **settings: str) -> Iterator[None]:
+    """Point ``HOME`` and ``BUB_HOME`` at ``home``, drop other ``BUB_*`` / ``OPENAI_*`` variables,
+    set ``settings`` (names as given), and restore everything afterwards."""
+    saved = dict(os.environ)
+    try:
+        for name in list(os.environ):
+            if name.startswith(("BUB_", "OPENAI_")):
+                del os.environ[name]
+        os.environ["HOME"] = str(home)
+        os.environ["BUB_HOME"] = str(home / ".bub")
+        os.environ.update(settings)
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+class FileOpenCounter:
+    """Counts file opens (``open``/``io.open``/``os.open``) while active, and which paths.
+
+    Used to show that a code path reads no file: wrap the timed loop in it and check
+    :attr:`opens` (and :meth:`opens_matching` for a specific file such as the sidecar).
+    """
+
+    def __init__(self) -> None:
+        self.paths: list[str] = []
+        self._saved: tuple[Any, Any, Any] | None = None
+
+    @property
+    def opens(self) -> int:
+        return len(self.paths)
+
+    def opens_matching(self, fragment: str) -> int:
+        return sum(1 for path in self.paths if fragment in path)
+
+    def __enter__(self) -> FileOpenCounter:
+        original_open, original_io_open, original_os_open = builtins.open, io.open, os.open
+        self._saved = (original_open, original_io_open, original_os_open)
+        paths = self.paths
+
+        def counted_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+            paths.append(os.fsdecode(file) if isinstance(file, str | bytes | os.PathLike) else repr(file))
+            return original_open(file, *args, **kwargs)
+
+        def counted_os_open(path: Any, *args: Any, **kwargs: Any) -> int:
+            paths.append(os.fsdecode(path))
+            return original_os_open(path, *args, **kwargs)
+
+        builtins.open = counted_open
+        io.open = counted_open
+        os.open = counted_os_open
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._saved is not None
+        builtins.open, io.open, os.open = self._saved
+        self._saved = None
