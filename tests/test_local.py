@@ -1,0 +1,143 @@
+"""The in-process local backend: what it does without the extra, and how it shapes requests.
+
+The default run never loads a model. ``-m local_model`` opts in to one real extraction
+with the packaged smoke-test model (needs ``make setup-local``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from typer.testing import CliRunner
+
+from bub_semantic_memory.cli import app
+from bub_semantic_memory.errors import ConfigurationError
+from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.extractor import Extractor
+from bub_semantic_memory.local import INSTALL_HINT, LocalBackend
+from bub_semantic_memory.models import normalize_name
+from bub_semantic_memory.transcript import render_transcript
+from tests.conftest import DATA, REPO
+
+
+@pytest.fixture
+def without_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``import llama_cpp`` fail, as on an install without the ``local`` extra."""
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+
+
+@pytest.mark.usefixtures("without_llama_cpp")
+@pytest.mark.parametrize("spec", ["local", "local:/models/any.gguf"])
+def test_without_the_extra_local_fails_with_the_install_hint(spec: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        Extractor(model=spec)
+    assert str(caught.value) == INSTALL_HINT
+    assert "\n" not in INSTALL_HINT and "[local]" in INSTALL_HINT
+
+
+@pytest.mark.usefixtures("without_llama_cpp")
+def test_cli_model_local_without_the_extra_prints_one_line() -> None:
+    result = CliRunner().invoke(app, ["extract", str(DATA / "bub_run_tape.jsonl"), "--model", "local"])
+    assert result.exit_code != 0
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    assert "'local' extra" in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_a_missing_gguf_file_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", type(sys)("llama_cpp"))  # installed, never used
+    missing = tmp_path / "nope.gguf"
+    with pytest.raises(ConfigurationError, match="local model file not found"):
+        LocalBackend.from_model_spec(f"local:{missing}")
+
+
+class RecordingModel:
+    """Stands in for ``llama_cpp.Llama``: records each request, answers after a short pause."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.running = 0
+        self.most_at_once = 0
+
+    def create_chat_completion_openai_v1(self, **request: Any) -> dict[str, Any]:
+        self.running += 1
+        self.most_at_once = max(self.most_at_once, self.running)
+        time.sleep(0.02)
+        self.requests.append(request)
+        self.running -= 1
+        return {"answered": len(self.requests)}
+
+
+def _backend(model: RecordingModel) -> LocalBackend:
+    backend = LocalBackend(Path("unused.gguf"))
+    backend._llm = model  # skip loading a real file
+    return backend
+
+
+async def test_requests_fold_system_into_the_first_user_message_and_drop_endpoint_fields() -> None:
+    model = RecordingModel()
+    await _backend(model).create(
+        model="local",
+        timeout=30,
+        max_tokens=64,
+        messages=[
+            {"role": "system", "content": "RULES"},
+            {"role": "assistant", "content": "earlier"},
+            {"role": "user", "content": "TEXT"},
+        ],
+    )
+    (request,) = model.requests
+    assert "model" not in request and "timeout" not in request
+    assert request["messages"] == [
+        {"role": "assistant", "content": "earlier"},
+        {"role": "user", "content": "RULES\n\nTEXT"},
+    ]
+    assert request["max_tokens"] == 64
+    assert request["repeat_penalty"] == 1.1 and request["temperature"] == 0.0
+
+
+async def test_a_system_only_request_becomes_a_user_message() -> None:
+    model = RecordingModel()
+    await _backend(model).create(messages=[{"role": "system", "content": "RULES"}], temperature=0.3)
+    assert model.requests[0]["messages"] == [{"role": "user", "content": "RULES"}]
+    assert model.requests[0]["temperature"] == 0.3  # a caller's setting wins over the default
+
+
+async def test_one_request_at_a_time() -> None:
+    model = RecordingModel()
+    backend = _backend(model)
+    answers = await asyncio.gather(
+        *(backend.create(messages=[{"role": "user", "content": str(i)}]) for i in range(5))
+    )
+    assert model.most_at_once == 1
+    assert sorted(cast("dict[str, int]", a)["answered"] for a in answers) == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.local_model
+async def test_real_local_extraction_is_schema_valid_within_a_time_bound() -> None:
+    """A real run of the packaged 270M model: valid output in bounded time, quality not asserted."""
+    (fixture,) = load_fixtures(REPO / "evals" / "fixtures", ids=["tool-crm-account-lookup"])
+    entries = fixture.entries()
+    started = time.monotonic()
+    async with Extractor(model="local", prompt="extract@3") as extractor:
+        snapshots = await extractor.extract(entries, tape=fixture.id)
+    elapsed = time.monotonic() - started
+    assert elapsed < 300, f"local extraction took {elapsed:.0f} s"
+    assert snapshots and snapshots[-1].last_entry_id == entries[-1].id  # every entry was covered
+    assert all(s.model == "local" and s.prompt.version == 3 for s in snapshots)
+    ontology = extractor.prompt.ontology
+    transcript = normalize_name(render_transcript(entries).text())
+    keys = {e.key for snapshot in snapshots for e in snapshot.entities}
+    for snapshot in snapshots:
+        for entity in snapshot.entities:
+            assert entity.type in ontology.entity_types
+            assert any(normalize_name(n) in transcript for n in entity.names())
+        for relation in snapshot.relations:
+            assert relation.type in ontology.relation_types
+            assert {relation.source, relation.target} <= keys
