@@ -16,6 +16,7 @@ from bub.hooks.interception import LlmCallDecision, LlmCallRequest
 
 from bub_semantic_memory.plugin import SemanticMemoryPlugin
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply, text_reply
+from tests.helpers.bub_env import use_fake_extractor
 
 
 class StubModel:
@@ -85,15 +86,7 @@ MAYA: dict[str, list[dict[str, Any]]] = {
 @pytest.fixture
 def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
     with FakeOpenAIServer() as server:
-        monkeypatch.setenv("BUB_MODEL", "openai:agent-model")
-        monkeypatch.setenv("BUB_API_KEY", "agent-key")
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MODEL", "fake-extractor")
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BASE_URL", server.base_url)
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_API_KEY", "extractor-key")
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_RETRY_COOLDOWN", "0")
-        monkeypatch.setenv(
-            "BUB_SEMANTIC_MEMORY_EVERY_TURNS", "1"
-        )  # per-turn: the tests count requests per turn
+        use_fake_extractor(monkeypatch, server.base_url)
         monkeypatch.chdir(tmp_path)
         harness = Harness(tmp_path, server)
         server.responder = harness.respond

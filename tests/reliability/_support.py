@@ -41,6 +41,7 @@ from bub_semantic_memory.testing import (
     refusal_reply,
     reset_reply,
     status_reply,
+    text_reply,
     tool_call_reply,
 )
 from bub_semantic_memory.transcript import Entry
@@ -359,6 +360,25 @@ def oracle_of(facts: Sequence[Mapping[str, Any]]) -> OracleResponder:
         entities=[e for f in facts for e in f["entities"]],
         relations=[r for f in facts for r in f["relations"]],
     )
+
+
+def agent_and_oracle(
+    facts: Sequence[Mapping[str, Any]], *, answered: list[list[int]] | None = None
+) -> Callable[[RecordedRequest], Reply]:
+    """A responder for a bub rig: "ok" to the agent's own calls, oracle answers to extractions.
+
+    ``answered`` collects the transcript entry ids of every extraction request.
+    """
+    oracle = oracle_of(facts)
+
+    def respond(request: RecordedRequest) -> Reply:
+        if request.tool_schema_name() is None:
+            return text_reply("ok")
+        if answered is not None:
+            answered.append(transcript_ids(request))
+        return oracle(request)
+
+    return respond
 
 
 def transcript_ids(request: RecordedRequest) -> list[int]:

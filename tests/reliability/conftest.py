@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bub_semantic_memory.testing import FakeOpenAIServer
+from tests.helpers.bub_env import use_fake_extractor
 from tests.reliability._bub import BubRig, fast_retry_policy
 from tests.reliability._report import Outcomes
 from tests.reliability._support import PROMPT
@@ -55,13 +56,7 @@ def bub_rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[BubRig]
     ``RetryPolicy`` is patched), a 0.5 s request timeout, the suite's pinned prompt.
     """
     with FakeOpenAIServer() as server:
-        monkeypatch.setenv("BUB_MODEL", "openai:agent-model")
-        monkeypatch.setenv("BUB_API_KEY", "agent-key")
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MODEL", "fake-extractor")
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BASE_URL", server.base_url)
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_API_KEY", "extractor-key")
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_RETRY_COOLDOWN", "0")
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_EVERY_TURNS", "1")  # the suite counts extractions per turn
+        use_fake_extractor(monkeypatch, server.base_url)
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_REQUEST_TIMEOUT", "0.5")
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", PROMPT)
         monkeypatch.setattr("bub_semantic_memory.transport.RetryPolicy", fast_retry_policy)

@@ -16,11 +16,11 @@ from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import entity_key
 from bub_semantic_memory.store import SnapshotStore, memory_tape_name
-from bub_semantic_memory.testing import FakeOpenAIServer, RecordedRequest, Reply, text_reply
+from bub_semantic_memory.testing import FakeOpenAIServer
 from bub_semantic_memory.transcript import coerce_entries, read_tape_file
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes
-from tests.reliability._support import FAST, PROMPT, fact_tape, oracle_of, person
+from tests.reliability._support import FAST, PROMPT, agent_and_oracle, fact_tape, oracle_of, person
 
 BIG = 5 * 1024 * 1024
 
@@ -169,13 +169,7 @@ async def test_a_corrupt_memory_sidecar_still_yields_its_good_snapshots(
     bub_rig: BubRig, outcomes: Outcomes
 ) -> None:
     facts = [fact_tape(i)[1] for i in range(2)]
-
-    def respond(request: RecordedRequest) -> Reply:
-        if request.tool_schema_name() is None:
-            return text_reply("ok")
-        return oracle_of(facts)(request)
-
-    bub_rig.server.responder = respond
+    bub_rig.server.responder = agent_and_oracle(facts)
     async with bub_rig.framework.running():
         await bub_rig.turn(fact_tape(0)[0][0].payload["content"])
         await bub_rig.idle()

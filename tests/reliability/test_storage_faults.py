@@ -27,12 +27,12 @@ import pytest
 from bub.store import FileTapeStore, TapeFile
 
 from bub_semantic_memory.errors import StoreError
-from bub_semantic_memory.models import Entity, PromptRef, Snapshot, entity_key
+from bub_semantic_memory.models import entity_key
 from bub_semantic_memory.store import SnapshotStore, memory_tape_name
-from bub_semantic_memory.testing import RecordedRequest, Reply, text_reply
+from tests.helpers.snapshot_writer import snapshot
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes, Table
-from tests.reliability._support import fact_tape, oracle_of, person, transcript_ids
+from tests.reliability._support import agent_and_oracle, fact_tape, person
 
 TAPE = "0123456789abcdef__fedcba9876543210"
 KILL_ROUNDS = 60
@@ -45,20 +45,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:This process .* is multi-threade
 
 def run[T](coroutine: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coroutine)
-
-
-def snapshot(tape: str, index: int, payload: int) -> Snapshot:
-    return Snapshot(
-        tape=tape,
-        first_entry_id=index,
-        last_entry_id=index,
-        prompt=PromptRef(name="extract", version=1, sha256="0" * 64),
-        model="writer",
-        mode="tools",
-        entities=(
-            Entity.create(f"Person {index}", "person", attributes={"note": "x" * payload}, evidence=[index]),
-        ),
-    )
 
 
 def sidecar(directory: Path, tape: str = TAPE) -> Path:
@@ -405,14 +391,7 @@ async def test_the_turn_completes_when_memory_cannot_be_written(
 ) -> None:
     facts = [fact_tape(i)[1] for i in range(3)]
     answered: list[list[int]] = []
-
-    def respond(request: RecordedRequest) -> Reply:
-        if request.tool_schema_name() is None:
-            return text_reply("ok")
-        answered.append(transcript_ids(request))
-        return oracle_of(facts)(request)
-
-    bub_rig.server.responder = respond
+    bub_rig.server.responder = agent_and_oracle(facts, answered=answered)
     rig, plugin = bub_rig, bub_rig.plugin
     tape = rig.tape()
     make_it_fail, _ = FAILURES[failure]
