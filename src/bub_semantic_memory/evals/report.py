@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from bub_semantic_memory.evals.dataset import Prediction
-from bub_semantic_memory.evals.scoring import PRF
+from bub_semantic_memory.evals.scoring import PRF, FixtureDiff
 from bub_semantic_memory.models import Usage
 
 __all__ = [
@@ -43,8 +43,8 @@ REPORT_SCHEMA_VERSION = 1
 DEFAULT_RESAMPLES = 2000
 
 
-class FixtureResult(BaseModel):
-    """One fixture under one prompt version.
+class FixtureResult(FixtureDiff):
+    """One fixture under one prompt version: how it was extracted, and its :class:`FixtureDiff`.
 
     Attributes:
         ok: every window was extracted (False: ``error`` says why; partial results are scored).
@@ -65,13 +65,6 @@ class FixtureResult(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     call_latencies_s: list[float] = Field(default_factory=list)
     requests_made: int = 0
-    entities: PRF = Field(default_factory=PRF)
-    entities_untyped: PRF = Field(default_factory=PRF)
-    relations: PRF = Field(default_factory=PRF)
-    missed_entities: list[str] = Field(default_factory=list)
-    spurious_entities: list[str] = Field(default_factory=list)
-    missed_relations: list[str] = Field(default_factory=list)
-    spurious_relations: list[str] = Field(default_factory=list)
     prediction: Prediction
 
 

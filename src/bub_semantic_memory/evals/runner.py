@@ -187,14 +187,8 @@ class _PromptRunner:
             usage=usage,
             call_latencies_s=[s.usage.latency_s for s in calls],
             requests_made=outcome.requests_made,
-            entities=score.entities,
-            entities_untyped=score.entities_untyped,
-            relations=score.relations,
-            missed_entities=score.missed_entities,
-            spurious_entities=score.spurious_entities,
-            missed_relations=score.missed_relations,
-            spurious_relations=score.spurious_relations,
             prediction=prediction,
+            **score.diff_fields(),
         )
         return result, score
 

@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
@@ -47,6 +48,7 @@ from bub_semantic_memory.ontology import Ontology
 __all__ = [
     "PRF",
     "DatasetScore",
+    "FixtureDiff",
     "FixtureScore",
     "ScoringConfig",
     "aggregate",
@@ -158,8 +160,8 @@ class ScoringConfig:
         return self.relation_synonyms.get(relation_type, relation_type)
 
 
-class FixtureScore(BaseModel):
-    """The score of one fixture.
+class FixtureDiff(BaseModel):
+    """How one fixture's prediction compares with its gold: counts and the unmatched items.
 
     Attributes:
         entities: entity PRF with the type-aware alignment (see :attr:`ScoringConfig.type_aware`).
@@ -169,12 +171,8 @@ class FixtureScore(BaseModel):
         spurious_entities: predicted entities left unaligned, as ``type:Name``.
         missed_relations: gold relations left unmatched, as ``Source -type-> Target``.
         spurious_relations: predicted relations left unmatched, as ``Source -type-> Target``.
-        per_entity_type: entity PRF by type (gold counts by gold type, predictions by predicted
-            type, true positives from the type-aware alignment whatever ``type_aware`` says).
-        per_relation_type: relation PRF by canonical relation type.
     """
 
-    fixture: str = ""
     entities: PRF = Field(default_factory=PRF)
     entities_untyped: PRF = Field(default_factory=PRF)
     relations: PRF = Field(default_factory=PRF)
@@ -182,6 +180,22 @@ class FixtureScore(BaseModel):
     spurious_entities: list[str] = Field(default_factory=list)
     missed_relations: list[str] = Field(default_factory=list)
     spurious_relations: list[str] = Field(default_factory=list)
+
+    def diff_fields(self) -> dict[str, Any]:
+        """This model's :class:`FixtureDiff` fields by name, to build another diff from."""
+        return {name: getattr(self, name) for name in FixtureDiff.model_fields}
+
+
+class FixtureScore(FixtureDiff):
+    """The score of one fixture: its :class:`FixtureDiff` and per-type breakdowns.
+
+    Attributes:
+        per_entity_type: entity PRF by type (gold counts by gold type, predictions by predicted
+            type, true positives from the type-aware alignment whatever ``type_aware`` says).
+        per_relation_type: relation PRF by canonical relation type.
+    """
+
+    fixture: str = ""
     per_entity_type: dict[str, PRF] = Field(default_factory=dict)
     per_relation_type: dict[str, PRF] = Field(default_factory=dict)
 
