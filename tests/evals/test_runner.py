@@ -12,7 +12,14 @@ from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.gate import check_gate, promote
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, status_reply
+from bub_semantic_memory.testing import (
+    FakeOpenAIServer,
+    OracleResponder,
+    RecordedRequest,
+    Reply,
+    status_reply,
+    tool_call_reply,
+)
 from bub_semantic_memory.transport import RetryPolicy
 from tests.conftest import REPO
 
@@ -77,6 +84,45 @@ async def test_a_second_run_is_served_from_the_cache_with_zero_requests(
     assert metrics.requests_made == 0 and metrics.cached_fixtures == len(QUICK)
     assert metrics.entities == first.runs[0].metrics.entities
     assert metrics.prompt_tokens == first.runs[0].metrics.prompt_tokens  # the original usage is reported
+
+
+def invalid_answer(request: RecordedRequest) -> Reply:
+    """An answer the ontology rejects, every time (a model that cannot do the task)."""
+    entity = {"name": "Nobody", "type": "spaceship", "evidence": [1]}
+    return tool_call_reply(
+        request.tool_schema_name() or "Extraction", {"entities": [entity], "relations": []}
+    )
+
+
+async def test_the_models_own_failure_is_cached_and_replayed_without_requests(tmp_path: Path) -> None:
+    prompt = PromptLibrary().load("extract@1")
+    with FakeOpenAIServer(responder=invalid_answer) as server:
+        first = await run_eval(QUICK[:2], [prompt], options(server, tmp_path))
+        sent = len(server.requests)
+        second = await run_eval(QUICK[:2], [prompt], options(server, tmp_path))
+        assert len(server.requests) == sent  # the failure was replayed, not asked again
+        again = await run_eval(QUICK[:2], [prompt], options(server, tmp_path, cache="off"))
+        assert len(server.requests) == 2 * sent  # --no-cache asks anew
+    assert sent == 2 * (FAST.reasks + 1)
+    before, after = first.runs[0], second.runs[0]
+    assert {f.error_type for f in before.fixtures} == {"ValidationExhaustedError"}
+    assert [(f.error_type, f.error, f.usage) for f in after.fixtures] == [
+        (f.error_type, f.error, f.usage) for f in before.fixtures
+    ]
+    assert all(f.cached for f in after.fixtures) and after.metrics.requests_made == 0
+    assert after.metrics.success_rate == 0.0 and not any(f.cached for f in again.runs[0].fixtures)
+
+
+async def test_an_endpoint_failure_is_not_cached(tmp_path: Path) -> None:
+    prompt = PromptLibrary().load("extract@1")
+    policy = RetryPolicy(transport_attempts=2, backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=10)
+    with FakeOpenAIServer(responder=lambda request: status_reply(503)) as server:
+        first = await run_eval(QUICK[:1], [prompt], options(server, tmp_path, retry=policy))
+        sent = len(server.requests)
+        second = await run_eval(QUICK[:1], [prompt], options(server, tmp_path, retry=policy))
+    assert first.runs[0].fixtures[0].error_type == "TransportError"
+    assert sent == 2 and len(server.requests) == 2 * sent  # tried again on the next run
+    assert not second.runs[0].fixtures[0].cached
 
 
 async def test_no_cache_bypasses_the_cache(oracle_server: FakeOpenAIServer, tmp_path: Path) -> None:

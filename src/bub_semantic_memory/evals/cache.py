@@ -7,7 +7,12 @@ and attempts. (Instructor's own cache was considered: it keys on the client's
 identity and the full request, scopes keys to one client instance by default, and
 stores only the parsed model, losing the usage and re-asks the report scores.)
 
-Only complete extractions are cached; a failed fixture is tried again next run.
+A failure is cached only when it is the model's answer: output that stayed invalid after
+the re-asks (:class:`ValidationExhaustedError`) or ran into the output limit
+(:class:`OutputTruncatedError`). Asked the same thing again, the model answers the same, so
+a re-run replays the failure (with the usage it cost) instead of paying for it again;
+``--no-cache`` asks anew. Endpoint failures (:class:`TransportError`) are never cached: the
+next run tries again.
 """
 
 from __future__ import annotations
@@ -18,11 +23,51 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
-from bub_semantic_memory.models import Snapshot
+from bub_semantic_memory.errors import ExtractionError, OutputTruncatedError, ValidationExhaustedError
+from bub_semantic_memory.models import Snapshot, Usage
 
-__all__ = ["CachedExtraction", "ResponseCache", "cache_key"]
+__all__ = ["CACHEABLE_FAILURES", "CachedExtraction", "CachedFailure", "ResponseCache", "cache_key"]
+
+CACHEABLE_FAILURES: dict[str, type[ExtractionError]] = {
+    "ValidationExhaustedError": ValidationExhaustedError,
+    "OutputTruncatedError": OutputTruncatedError,
+}
+"""The failures that are the model's own answer, by class name."""
+
+
+class CachedFailure(BaseModel):
+    """A cached failure of the model, enough to raise the same error again."""
+
+    error_type: str
+    reason: str
+    model: str = ""
+    attempts: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    last_output: str | None = None
+
+    @classmethod
+    def of(cls, error: ExtractionError) -> CachedFailure | None:
+        """The record of ``error``, or None when it is not the model's answer (not cacheable)."""
+        name = type(error).__name__
+        if CACHEABLE_FAILURES.get(name) is not type(error):
+            return None
+        return cls(
+            error_type=name,
+            reason=error.reason,
+            model=error.model,
+            attempts=error.attempts,
+            usage=error.usage,
+            last_output=error.last_output,
+        )
+
+    def error(self) -> ExtractionError:
+        """The error again, as the original run raised it."""
+        kind = CACHEABLE_FAILURES.get(self.error_type, ValidationExhaustedError)
+        error = kind(self.reason, usage=self.usage, model=self.model, attempts=self.attempts)
+        error.last_output = self.last_output
+        return error
 
 
 class CachedExtraction(BaseModel):
@@ -31,6 +76,8 @@ class CachedExtraction(BaseModel):
     key: str
     key_fields: dict[str, Any]
     snapshots: list[Snapshot]
+    failure: CachedFailure | None = None
+    """Set when the extraction failed after ``snapshots`` (the windows before the failure)."""
 
 
 def cache_key(**fields: Any) -> tuple[str, dict[str, Any]]:
@@ -57,11 +104,17 @@ class ResponseCache:
             return None
         return cached if cached.key == key else None
 
-    def put(self, key: str, key_fields: dict[str, Any], snapshots: list[Snapshot]) -> None:
-        """Store an extraction under ``key``."""
+    def put(
+        self,
+        key: str,
+        key_fields: dict[str, Any],
+        snapshots: list[Snapshot],
+        failure: CachedFailure | None = None,
+    ) -> None:
+        """Store an extraction (complete, or ended by the model's ``failure``) under ``key``."""
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        entry = CachedExtraction(key=key, key_fields=key_fields, snapshots=snapshots)
+        entry = CachedExtraction(key=key, key_fields=key_fields, snapshots=snapshots, failure=failure)
         tmp.write_text(entry.model_dump_json(), encoding="utf-8")
         tmp.replace(path)

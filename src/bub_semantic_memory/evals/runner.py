@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bub_semantic_memory.errors import ExtractionError, ReplayMissError
-from bub_semantic_memory.evals.cache import ResponseCache, cache_key
+from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key
 from bub_semantic_memory.evals.dataset import Fixture, GoldEntity, GoldRelation, Prediction, dataset_hash
 from bub_semantic_memory.evals.report import (
     FixtureResult,
@@ -150,7 +150,8 @@ class _PromptRunner:
         if self.options.cache != "off":
             hit = self.cache.get(key)
             if hit is not None:
-                return _Outcome(snapshots=list(hit.snapshots), cached=True)
+                error = hit.failure.error() if hit.failure is not None else None
+                return _Outcome(snapshots=list(hit.snapshots), cached=True, error=error)
         if self.options.cache == "replay":
             miss = ReplayMissError(f"no cached extraction of {fixture.id} for {self.prompt} ({key[:12]})")
             return _Outcome(snapshots=[], error=miss)
@@ -160,6 +161,9 @@ class _PromptRunner:
                 snapshots.append(snapshot)
         except ExtractionError as exc:
             made = sum(s.usage.requests for s in snapshots) + exc.usage.requests
+            failure = CachedFailure.of(exc)
+            if self.options.cache == "use" and failure is not None:
+                self.cache.put(key, fields, snapshots, failure)
             return _Outcome(snapshots=snapshots, error=exc, requests_made=made)
         if self.options.cache == "use":
             self.cache.put(key, fields, snapshots)
