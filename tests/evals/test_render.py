@@ -442,3 +442,13 @@ def test_write_report_files(tmp_path: Path) -> None:
     assert paths["md"].read_text(encoding="utf-8") == to_markdown(report)
     assert paths["html"].read_text(encoding="utf-8") == to_html(report)
     assert Report.model_validate_json(paths["json"].read_text(encoding="utf-8")) == report
+
+
+def test_reports_say_what_a_noted_model_is() -> None:
+    report = make_report()
+    assert "- Model " not in to_markdown(report)  # no note, no line
+    report.runs[1].model = "local"
+    report.runs[1].model_note = "gemma <270M> (smoke test only)"
+    markdown, html = to_markdown(report), to_html(report)
+    assert "- Model `local`: gemma <270M> (smoke test only)" in markdown
+    assert "<dt>Model <code>local</code></dt><dd>gemma &lt;270M&gt; (smoke test only)</dd>" in html

@@ -115,7 +115,9 @@ async def test_the_models_own_failure_is_cached_and_replayed_without_requests(tm
 
 async def test_an_endpoint_failure_is_not_cached(tmp_path: Path) -> None:
     prompt = PromptLibrary().load("extract@1")
-    policy = RetryPolicy(transport_attempts=2, backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=10)
+    policy = RetryPolicy(
+        transport_attempts=2, backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=10
+    )
     with FakeOpenAIServer(responder=lambda request: status_reply(503)) as server:
         first = await run_eval(QUICK[:1], [prompt], options(server, tmp_path, retry=policy))
         sent = len(server.requests)

@@ -448,6 +448,7 @@ def to_markdown(report: Report) -> str:
         f"- Dataset sha256: {_md_code(report.dataset_sha256[:12])}",
         f"- Fixtures: {len(report.fixture_ids)}",
         f"- Runs: {len(report.runs)}",
+        *(f"- Model {_md_code(model)}: {note}" for model, note in report.model_notes().items()),
         "",
         "## Summary",
         "",
@@ -642,6 +643,7 @@ def to_html(report: Report) -> str:
         ("Dataset sha256", f"<code>{_h(report.dataset_sha256[:12])}</code>"),
         ("Fixtures", str(len(report.fixture_ids))),
         ("Runs", str(len(report.runs))),
+        *((f"Model <code>{_h(model)}</code>", _h(note)) for model, note in report.model_notes().items()),
     ]
     body = [
         "<h1>Eval report</h1>",

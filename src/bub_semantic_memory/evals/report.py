@@ -103,6 +103,8 @@ class PromptRun(BaseModel):
     mode: str
     metrics: Metrics
     fixtures: list[FixtureResult]
+    model_note: str = ""
+    """What the model is, when the harness knows (the packaged local smoke-test model)."""
 
 
 class Comparison(BaseModel):
@@ -120,6 +122,10 @@ class Comparison(BaseModel):
 
 class Report(BaseModel):
     """``report.json``: every run of an eval, and comparisons of each run with the first."""
+
+    def model_notes(self) -> dict[str, str]:
+        """``{model: note}`` for the runs whose model carries a note, in run order."""
+        return {run.model: run.model_note for run in self.runs if run.model_note}
 
     schema_version: int = REPORT_SCHEMA_VERSION
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
