@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from bub_semantic_memory.testing import (
     OracleResponder,
     RecordedRequest,
     Reply,
+    length_reply,
     status_reply,
     tool_call_reply,
 )
@@ -111,6 +113,42 @@ async def test_the_models_own_failure_is_cached_and_replayed_without_requests(tm
     ]
     assert all(f.cached for f in after.fixtures) and after.metrics.requests_made == 0
     assert after.metrics.success_rate == 0.0 and not any(f.cached for f in again.runs[0].fixtures)
+
+
+def cut_off_answer(request: RecordedRequest) -> Reply:
+    """An answer stopped by the output limit, every time."""
+    return length_reply('{"entities": [{"name": "Ali', request.tool_schema_name() or "Extraction")
+
+
+@pytest.mark.parametrize(
+    ("failing", "error_type"),
+    [(invalid_answer, "ValidationExhaustedError"), (cut_off_answer, "OutputTruncatedError")],
+)
+async def test_windows_before_a_cached_failure_are_replayed_too(
+    tmp_path: Path, failing: Callable[[RecordedRequest], Reply], error_type: str
+) -> None:
+    """The first window is answered, later ones fail: a re-run and a replay give the same result."""
+    fixture = next(f for f in QUICK if f.id == "temporal-moved-berlin-to-lisbon")
+    oracle = OracleResponder.from_golds([fixture.gold])
+
+    def first_window_only(request: RecordedRequest) -> Reply:
+        return oracle(request) if oracle.requests == 0 else failing(request)
+
+    prompt = PromptLibrary().load("extract@1")
+    small = {"chunk_tokens": 120}
+    with FakeOpenAIServer(responder=first_window_only) as server:
+        first = await run_eval([fixture], [prompt], options(server, tmp_path, **small))
+        sent = len(server.requests)
+        rerun = await run_eval([fixture], [prompt], options(server, tmp_path, **small))
+        replay = await run_eval([fixture], [prompt], options(server, tmp_path, cache="replay", **small))
+        assert len(server.requests) == sent
+    original = first.runs[0].fixtures[0]
+    assert original.error_type == error_type and original.prediction.entities  # window 1 was kept
+    for run in (rerun, replay):
+        result = run.runs[0].fixtures[0]
+        assert result.cached and result.requests_made == 0
+        assert (result.error_type, result.error, result.usage) == (error_type, original.error, original.usage)
+        assert result.prediction == original.prediction and result.entities == original.entities
 
 
 async def test_an_endpoint_failure_is_not_cached(tmp_path: Path) -> None:

@@ -9,9 +9,10 @@ stores only the parsed model, losing the usage and re-asks the report scores.)
 
 A failure is cached only when it is the model's answer: output that stayed invalid after
 the re-asks (:class:`ValidationExhaustedError`) or ran into the output limit
-(:class:`OutputTruncatedError`). Asked the same thing again, the model answers the same, so
-a re-run replays the failure (with the usage it cost) instead of paying for it again;
-``--no-cache`` asks anew. Endpoint failures (:class:`TransportError`) are never cached: the
+(:class:`OutputTruncatedError`). Asked the same thing again at temperature 0, the model
+answers the same, so a re-run replays the failure (with the usage it cost) instead of paying
+for it again. The key does not cover the extractor's own code: after changing validators,
+run with ``--no-cache``. Endpoint failures (:class:`TransportError`) are never cached: the
 next run tries again.
 """
 
@@ -21,14 +22,19 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, ValidationError
 
 from bub_semantic_memory.errors import ExtractionError, OutputTruncatedError, ValidationExhaustedError
 from bub_semantic_memory.models import Snapshot, Usage
 
-__all__ = ["CACHEABLE_FAILURES", "CachedExtraction", "CachedFailure", "ResponseCache", "cache_key"]
+__all__ = ["CACHEABLE_FAILURES", "CACHE_FORMAT", "CachedExtraction", "CachedFailure", "ResponseCache", "cache_key"]
+
+CACHE_FORMAT = 2
+"""Part of every key: bumped when what a cache file means changes (2: failures are cached)."""
+
+type CacheableFailure = Literal["ValidationExhaustedError", "OutputTruncatedError"]
 
 CACHEABLE_FAILURES: dict[str, type[ExtractionError]] = {
     "ValidationExhaustedError": ValidationExhaustedError,
@@ -38,14 +44,18 @@ CACHEABLE_FAILURES: dict[str, type[ExtractionError]] = {
 
 
 class CachedFailure(BaseModel):
-    """A cached failure of the model, enough to raise the same error again."""
+    """A cached failure of the model, enough to raise the same error again.
 
-    error_type: str
+    The model's raw last output is not kept: it is not part of any report, and a cache
+    file should hold nothing the extractor did not redact.
+    """
+
+    error_type: CacheableFailure
     reason: str
     model: str = ""
     attempts: int = 0
     usage: Usage = Field(default_factory=Usage)
-    last_output: str | None = None
+    too_many_items: bool = False
 
     @classmethod
     def of(cls, error: ExtractionError) -> CachedFailure | None:
@@ -54,20 +64,25 @@ class CachedFailure(BaseModel):
         if CACHEABLE_FAILURES.get(name) is not type(error):
             return None
         return cls(
-            error_type=name,
+            error_type=cast("CacheableFailure", name),
             reason=error.reason,
             model=error.model,
             attempts=error.attempts,
             usage=error.usage,
-            last_output=error.last_output,
+            too_many_items=getattr(error, "too_many_items", False),
         )
 
     def error(self) -> ExtractionError:
         """The error again, as the original run raised it."""
-        kind = CACHEABLE_FAILURES.get(self.error_type, ValidationExhaustedError)
-        error = kind(self.reason, usage=self.usage, model=self.model, attempts=self.attempts)
-        error.last_output = self.last_output
-        return error
+        if self.error_type == "ValidationExhaustedError":
+            return ValidationExhaustedError(
+                self.reason,
+                too_many_items=self.too_many_items,
+                usage=self.usage,
+                model=self.model,
+                attempts=self.attempts,
+            )
+        return OutputTruncatedError(self.reason, usage=self.usage, model=self.model, attempts=self.attempts)
 
 
 class CachedExtraction(BaseModel):
@@ -81,7 +96,8 @@ class CachedExtraction(BaseModel):
 
 
 def cache_key(**fields: Any) -> tuple[str, dict[str, Any]]:
-    """A stable key for the given fields (order-independent)."""
+    """A stable key for the given fields (order-independent), and the cache format."""
+    fields = {"cache_format": CACHE_FORMAT, **fields}
     canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest(), fields
 
