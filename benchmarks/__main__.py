@@ -171,10 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(args_list)
     configure_logging()
+    out: Path | None = args.out.resolve() if args.out is not None else None
     os.chdir(REPO)
     config = BenchConfig(quick=args.quick, prompt=_resolve_prompt(args.prompt))
     numbers = sorted(set(args.only)) if args.only else sorted(SECTIONS)
-    out: Path | None = args.out
     default_out = out is None and not args.quick and not args.only
     if default_out:
         out = BENCH_DIR / "RESULTS.md"

@@ -17,7 +17,10 @@ from typing import Any
 
 from benchmarks.common import BenchConfig, Section
 
-__all__ = ["SECTIONS", "configure_logging", "run_isolated", "run_section"]
+__all__ = ["SECTIONS", "SECTION_TIMEOUT_S", "configure_logging", "run_isolated", "run_section"]
+
+SECTION_TIMEOUT_S = 1800.0
+"""A section taking longer than this (the local model on a very slow machine) is reported failed."""
 
 SECTIONS: dict[int, tuple[str, str]] = {
     1: ("token_economy", "Token economy"),
@@ -42,13 +45,20 @@ def run_isolated(number: int, config: BenchConfig) -> Section:
     10,000 snapshots, for one) would include the earlier sections' heap.
     """
     context = multiprocessing.get_context("spawn")
+    started = time.perf_counter()
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=configure_logging)
     try:
-        with ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=configure_logging) as pool:
-            return pool.submit(run_section, number, config).result()
-    except Exception as exc:  # the child died (killed, out of memory): report, go on
+        return pool.submit(run_section, number, config).result(timeout=SECTION_TIMEOUT_S)
+    except Exception as exc:  # the child died (killed, out of memory) or hung: report, go on
         section = Section(number, SECTIONS[number][1])
-        section.row("section failed", f"{type(exc).__name__}: {exc}", "runs", False)
+        reason = f"no result after {SECTION_TIMEOUT_S:.0f} s" if isinstance(exc, TimeoutError) else exc
+        section.row("section failed", f"{type(exc).__name__}: {reason}", "runs", False)
+        section.seconds = time.perf_counter() - started
         return section
+    finally:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.kill()  # a hung section must not keep the suite waiting at shutdown
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def run_section(number: int, config: BenchConfig) -> Section:
