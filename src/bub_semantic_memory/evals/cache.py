@@ -29,7 +29,14 @@ from pydantic import BaseModel, Field, ValidationError
 from bub_semantic_memory.errors import ExtractionError, OutputTruncatedError, ValidationExhaustedError
 from bub_semantic_memory.models import Snapshot, Usage
 
-__all__ = ["CACHEABLE_FAILURES", "CACHE_FORMAT", "CachedExtraction", "CachedFailure", "ResponseCache", "cache_key"]
+__all__ = [
+    "CACHEABLE_FAILURES",
+    "CACHE_FORMAT",
+    "CachedExtraction",
+    "CachedFailure",
+    "ResponseCache",
+    "cache_key",
+]
 
 CACHE_FORMAT = 2
 """Part of every key: bumped when what a cache file means changes (2: failures are cached)."""
