@@ -27,7 +27,7 @@ and warns (see :mod:`bub_semantic_memory.transcript`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 if TYPE_CHECKING:
     from bub_semantic_memory.models import Usage
@@ -121,6 +121,20 @@ class ExtractionError(SemanticMemoryError):
         super().__init__(f"{message} ({detail})")
         self.reason = message
 
+    def details(self) -> dict[str, Any]:
+        """The keyword arguments that rebuild this error (subclasses add their own)."""
+        return {
+            "usage": self.usage,
+            "model": self.model,
+            "attempts": self.attempts,
+            "last_output": self.last_output,
+        }
+
+    def charged(self, extra: Usage) -> Self:
+        """The same error with ``extra`` added to its cost (earlier attempts that led to it)."""
+        details = self.details() | {"usage": self.usage + extra, "attempts": self.attempts + extra.attempts}
+        return type(self)(self.reason, **details)
+
 
 class TransportError(ExtractionError):
     """The endpoint kept failing: HTTP 429 or 5xx, timeouts, refused or reset connections."""
@@ -137,6 +151,9 @@ class ValidationExhaustedError(ExtractionError):
     def __init__(self, message: str, *, too_many_items: bool = False, **details: Any) -> None:
         super().__init__(message, **details)
         self.too_many_items = too_many_items
+
+    def details(self) -> dict[str, Any]:
+        return super().details() | {"too_many_items": self.too_many_items}
 
 
 class OutputTruncatedError(ExtractionError):

@@ -228,7 +228,7 @@ class Extractor:
         except (OutputTruncatedError, ValidationExhaustedError) as exc:
             # Too much to say for one answer (cut at the token limit, or more items than
             # the schema allows): say it in two halves.
-            too_much = isinstance(exc, OutputTruncatedError) or getattr(exc, "too_many_items", False)
+            too_much = isinstance(exc, OutputTruncatedError) or exc.too_many_items
             halves = window.split() if too_much else None
             if halves is None or depth >= _MAX_SPLIT_DEPTH:
                 raise _charged(exc, carried) from exc.__cause__
@@ -443,24 +443,7 @@ class Extractor:
 
 def _charged(error: ExtractionError, carried: Usage | None) -> ExtractionError:
     """``error`` with the cost of the truncated attempts that led to it added to its usage."""
-    if carried is None:
-        return error
-    if isinstance(error, ValidationExhaustedError):
-        return ValidationExhaustedError(
-            error.reason,
-            too_many_items=error.too_many_items,
-            usage=error.usage + carried,
-            model=error.model,
-            attempts=error.attempts + carried.attempts,
-            last_output=error.last_output,
-        )
-    return type(error)(
-        error.reason,
-        usage=error.usage + carried,
-        model=error.model,
-        attempts=error.attempts + carried.attempts,
-        last_output=error.last_output,
-    )
+    return error if carried is None else error.charged(carried)
 
 
 def _summarise(cause: BaseException | None) -> str:

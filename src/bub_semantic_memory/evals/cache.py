@@ -70,26 +70,18 @@ class CachedFailure(BaseModel):
         name = type(error).__name__
         if CACHEABLE_FAILURES.get(name) is not type(error):
             return None
-        return cls(
-            error_type=cast("CacheableFailure", name),
-            reason=error.reason,
-            model=error.model,
-            attempts=error.attempts,
-            usage=error.usage,
-            too_many_items=getattr(error, "too_many_items", False),
-        )
+        details = error.details()
+        details.pop("last_output")
+        return cls(error_type=cast("CacheableFailure", name), reason=error.reason, **details)
 
     def error(self) -> ExtractionError:
         """The error again, as the original run raised it."""
-        if self.error_type == "ValidationExhaustedError":
-            return ValidationExhaustedError(
-                self.reason,
-                too_many_items=self.too_many_items,
-                usage=self.usage,
-                model=self.model,
-                attempts=self.attempts,
-            )
-        return OutputTruncatedError(self.reason, usage=self.usage, model=self.model, attempts=self.attempts)
+        error = CACHEABLE_FAILURES[self.error_type](
+            self.reason, usage=self.usage, model=self.model, attempts=self.attempts
+        )
+        if isinstance(error, ValidationExhaustedError):
+            error.too_many_items = self.too_many_items
+        return error
 
 
 class CachedExtraction(BaseModel):
