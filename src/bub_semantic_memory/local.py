@@ -26,7 +26,7 @@ from openai.types.chat import ChatCompletion
 
 from bub_semantic_memory.errors import ConfigurationError
 
-__all__ = ["DEFAULT_LOCAL_MODEL_LABEL", "INSTALL_HINT", "LocalBackend", "default_model_path"]
+__all__ = ["DEFAULT_LOCAL_MODEL_LABEL", "INSTALL_HINT", "LocalBackend", "default_model_path", "model_note"]
 
 logger = logging.getLogger(__name__)
 _silent_log: Any = None  # the ctypes callback must outlive the call that installs it
@@ -36,6 +36,11 @@ INSTALL_HINT = (
     "the local backend needs the 'local' extra: run 'make setup-local' "
     '(or CMAKE_ARGS="-DGGML_NATIVE=OFF ..." pip install "bub-semantic-memory[local]", see README)'
 )
+
+
+def model_note(model: str) -> str:
+    """What the model named ``model`` is, when this package ships it (else empty)."""
+    return DEFAULT_LOCAL_MODEL_LABEL if model == "local" else ""
 
 
 def default_model_path() -> Path:

@@ -105,6 +105,7 @@ def run(
 ) -> None:
     """Run prompt versions over the fixtures: scores, a side-by-side table, report files."""
     from bub_semantic_memory.evals.runner import RunOptions, run_eval
+    from bub_semantic_memory.local import model_note
     from bub_semantic_memory.prompts import PromptLibrary
 
     if replay and no_cache:
@@ -122,11 +123,8 @@ def run(
         cache_dir=cache_dir,
         relation_synonyms=_synonyms(synonyms),
     )
-    if model.startswith("local"):
-        from bub_semantic_memory.local import DEFAULT_LOCAL_MODEL_LABEL
-
-        if model == "local":
-            stderr.print(f"Model: {DEFAULT_LOCAL_MODEL_LABEL}", markup=False)
+    if note := model_note(model):
+        stderr.print(f"Model: {note}", markup=False)
     report = asyncio.run(run_eval(selected, templates, options, fixtures_dir=fixtures, console=stderr))
     _print_report(report, out)
     misses = [r.fixture for run in report.runs for r in run.fixtures if r.error_type == "ReplayMissError"]

@@ -36,7 +36,7 @@ from bub_semantic_memory.evals.report import (
 from bub_semantic_memory.evals.scoring import FixtureScore, ScoringConfig, aggregate, score_fixture
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.local import DEFAULT_LOCAL_MODEL_LABEL
+from bub_semantic_memory.local import model_note
 from bub_semantic_memory.models import Snapshot, Usage
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.prompts import PromptTemplate
@@ -312,5 +312,5 @@ async def _run_prompt(
         mode=runner.extractor.mode,
         metrics=_metrics([r for r, _ in scored], [s for _, s in scored]),
         fixtures=[r for r, _ in scored],
-        model_note=DEFAULT_LOCAL_MODEL_LABEL if options.model == "local" else "",
+        model_note=model_note(options.model),
     )
