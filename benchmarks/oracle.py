@@ -28,15 +28,6 @@ from bub_semantic_memory.testing import (
 __all__ = ["SchemaFollowingOracle"]
 
 
-def _parameters(request: RecordedRequest, name: str) -> dict[str, Any] | None:
-    tools = request.body.get("tools", []) if isinstance(request.body, dict) else []
-    for tool in tools:
-        function = tool.get("function", {}) if isinstance(tool, dict) else {}
-        if function.get("name") == name and isinstance(function.get("parameters"), dict):
-            return dict(function["parameters"])
-    return None
-
-
 def _enum(schema: Mapping[str, Any], *path: str) -> list[Any] | None:
     node: Any = schema
     for key in path:
@@ -71,7 +62,7 @@ class SchemaFollowingOracle:
         if not isinstance(reply, CompletionReply) or not reply.tool_calls:
             return reply
         call = reply.tool_calls[0]
-        schema = _parameters(request, call.name)
+        schema = request.tool_parameters(call.name)
         if schema is None:
             return reply
         answer: dict[str, Any] = json.loads(call.arguments)

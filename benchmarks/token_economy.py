@@ -27,7 +27,6 @@ entities. Informational tables show other cadences (an extraction after every tu
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
 from bub_semantic_memory.redact import Redactor
 from bub_semantic_memory.schema import MAX_ENTITIES, KnownEntity
 from bub_semantic_memory.testing import (
+    CHAT_COMPLETIONS_PATH,
     FakeOpenAIServer,
     OracleResponder,
     RecordedRequest,
@@ -55,7 +55,6 @@ from bub_semantic_memory.transcript import Entry, render_transcript
 
 __all__ = ["run"]
 
-_TRANSCRIPT = re.compile(r"<transcript>\n?(.*?)</transcript>", re.DOTALL)
 _TAPE = "bench-token-economy"
 TARGET_RATIO = 20.0
 TARGET_FACTOR = 1.5
@@ -74,13 +73,10 @@ class Tally:
     seconds: float = 0.0
 
     def add(self, requests: list[RecordedRequest]) -> None:
+        """Count chat-completion requests (see ``FakeOpenAIServer.requests_to``)."""
         for request in requests:
-            if request.path != "/v1/chat/completions":
-                continue
             total = sum(estimate_tokens(str(m.get("content") or "")) for m in request.messages)
-            user = next((str(m.get("content")) for m in request.messages if m.get("role") == "user"), "")
-            match = _TRANSCRIPT.search(user)
-            transcript = estimate_tokens(match.group(1).rstrip("\n")) if match else 0
+            transcript = estimate_tokens((request.transcript() or "").rstrip("\n"))
             self.requests += 1
             self.prompt_tokens += total
             self.transcript_tokens += transcript
@@ -203,7 +199,7 @@ async def measure_ours(
                     tally.windows += 1 if snapshot.usage.requests else 0
             except ExtractionError:
                 tally.failed_windows += 1  # the watermark stays: the next turn sends these entries again
-            tally.add(server.requests)
+            tally.add(server.requests_to(CHAT_COMPLETIONS_PATH))
             server.reset()
     tally.seconds = time.perf_counter() - started
     return tally
@@ -219,7 +215,7 @@ async def measure_published(tape: SyntheticTape, prompt: PromptTemplate, server:
         for end in tape.model_calls:
             await design.on_model_call(tape.entries[:end])
             tally.windows += 1
-            tally.add(server.requests)
+            tally.add(server.requests_to(CHAT_COMPLETIONS_PATH))
             server.reset()
     finally:
         await design.aclose()

@@ -192,6 +192,32 @@ async def test_instructor_parses_tool_call(server: FakeOpenAIServer, aclient: op
     assert json.loads(request.raw) == request.body
 
 
+async def test_request_helpers_read_the_transcript_and_the_forced_tools_schema(
+    server: FakeOpenAIServer, aclient: openai.AsyncOpenAI
+) -> None:
+    server.enqueue(tool_call_reply("Person", {"name": "Alice", "age": 30}))
+    messages = [
+        {"role": "system", "content": "Extract. <transcript> in the rules is not a block"},
+        {"role": "user", "content": "Known: none\n<transcript>\n[3] user: hi\n[7] tool: ok\n</transcript>"},
+    ]
+    extractor = instructor.from_openai(aclient, mode=instructor.Mode.TOOLS)
+    await extractor.chat.completions.create(
+        model="m", response_model=Person, messages=messages, max_retries=0
+    )
+    request = server.requests[0]
+    assert request.transcript() == "[3] user: hi\n[7] tool: ok\n"
+    assert request.transcript_entry_ids() == [3, 7]
+    parameters = request.tool_parameters()
+    assert parameters is not None and set(parameters["properties"]) == {"name", "age"}
+    assert request.tool_parameters("Other") is None
+    server.enqueue(text_reply("plain"))
+    await aclient.chat.completions.create(model="m", messages=USER)
+    plain = server.requests[1]
+    assert (
+        plain.transcript() is None and plain.transcript_entry_ids() == [] and plain.tool_parameters() is None
+    )
+
+
 def test_tool_call_reply_shape(server: FakeOpenAIServer, client: openai.OpenAI) -> None:
     server.enqueue(tool_call_reply("Person", {"name": "Bob", "age": 4}))
     completion = client.chat.completions.create(model="gpt-x", messages=USER)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import re
 import socket
 import struct
 import sys
@@ -74,6 +75,9 @@ _JOIN_TIMEOUT: Final = 5.0
 # --------------------------------------------------------------------------------------------------
 
 
+_TRANSCRIPT = re.compile(r"<transcript>\n?(.*?)</transcript>", re.DOTALL)
+
+
 @dataclass(frozen=True, slots=True)
 class RecordedRequest:
     """One HTTP request as the fake server received it.
@@ -122,6 +126,34 @@ class RecordedRequest:
             return False
         options = self.body.get("stream_options")
         return isinstance(options, dict) and options.get("include_usage") is True
+
+    def transcript(self) -> str | None:
+        """The text inside the ``<transcript>`` block of the first user message that has one.
+
+        ``None`` when no user message carries a transcript (not an extraction request).
+        """
+        for message in self.messages:
+            if message.get("role") == "user":
+                match = _TRANSCRIPT.search(str(message.get("content") or ""))
+                if match:
+                    return match.group(1)
+        return None
+
+    def transcript_entry_ids(self) -> list[int]:
+        """The tape entry ids of the transcript's numbered lines (``[12] user: ...``), in order."""
+        lines = (self.transcript() or "").splitlines()
+        return [int(line[1 : line.index("]")]) for line in lines if line.startswith("[") and "]" in line]
+
+    def tool_parameters(self, name: str | None = None) -> dict[str, Any] | None:
+        """The JSON schema ``parameters`` of the tool called ``name`` (default: the forced one)."""
+        wanted = name if name is not None else self.tool_schema_name()
+        tools = self.body.get("tools", []) if isinstance(self.body, dict) else []
+        for tool in tools if isinstance(tools, list) else ():
+            function = tool.get("function", {}) if isinstance(tool, dict) else {}
+            parameters = function.get("parameters") if isinstance(function, dict) else None
+            if function.get("name") == wanted and isinstance(parameters, dict):
+                return cast(dict[str, Any], parameters)
+        return None
 
     def tool_schema_name(self) -> str | None:
         """The function name forced by ``tool_choice`` (``{"type": "function", "function": {"name": ...}}``).

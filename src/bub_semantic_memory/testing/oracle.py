@@ -10,7 +10,6 @@ It is not a model of quality: it shows that the pipeline around the model works.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,25 +19,11 @@ from bub_semantic_memory.testing.fake_openai import RecordedRequest, Reply, tool
 
 __all__ = ["OracleResponder"]
 
-_TRANSCRIPT = re.compile(r"<transcript>\n?(.*?)</transcript>", re.DOTALL)
-
-
 def _occurs(folded_text: str, name: str) -> bool:
     folded = normalize_name(name)
     if not folded:
         return False
     return f" {folded} " in folded_text if folded.isascii() else folded in folded_text
-
-
-def _schema_properties(request: RecordedRequest) -> dict[str, Any]:
-    """The properties of the tool the request forces (empty when there is none)."""
-    tools = request.body.get("tools", []) if isinstance(request.body, dict) else []
-    for tool in tools:
-        function = tool.get("function", {}) if isinstance(tool, dict) else {}
-        if function.get("name") == request.tool_schema_name():
-            properties = function.get("parameters", {}).get("properties", {})
-            return properties if isinstance(properties, dict) else {}
-    return {}
 
 
 def _shown_name(folded_text: str, entity: Mapping[str, Any]) -> str:
@@ -65,21 +50,23 @@ class OracleResponder:
 
     @classmethod
     def from_golds(cls, golds: Iterable[Any], **kwargs: Any) -> OracleResponder:
-        """Facts from objects with ``entities`` and ``relations`` (e.g. eval gold files)."""
+        """Facts from eval gold files, or mappings with ``entities`` and ``relations`` lists."""
         entities: list[Mapping[str, Any]] = []
         relations: list[Mapping[str, Any]] = []
         for gold in golds:
-            entities.extend(e if isinstance(e, Mapping) else e.model_dump() for e in gold.entities)
-            relations.extend(r if isinstance(r, Mapping) else r.model_dump() for r in gold.relations)
+            facts = gold if isinstance(gold, Mapping) else vars(gold)
+            entities.extend(e if isinstance(e, Mapping) else e.model_dump() for e in facts["entities"])
+            relations.extend(r if isinstance(r, Mapping) else r.model_dump() for r in facts["relations"])
         return cls(entities=entities, relations=relations, **kwargs)
 
     def __call__(self, request: RecordedRequest) -> Reply:
         self.requests += 1
         name = request.tool_schema_name() or "Extraction"
-        prompts = [str(m.get("content") or "") for m in request.messages if m.get("role") == "user"]
-        content = next((p for p in prompts if "<transcript>" in p), prompts[0] if prompts else "")
-        match = _TRANSCRIPT.search(content)
-        folded = f" {normalize_name(match.group(1) if match else content)} "
+        transcript = request.transcript()
+        if transcript is None:  # no transcript block: answer from the first user message
+            prompts = [str(m.get("content") or "") for m in request.messages if m.get("role") == "user"]
+            transcript = prompts[0] if prompts else ""
+        folded = f" {normalize_name(transcript)} "
         mentioned: list[Mapping[str, Any]] = []
         seen: set[tuple[str, str]] = set()
         for entity in self.entities:
@@ -111,7 +98,7 @@ class OracleResponder:
                 if edge not in relations and edge["source"] != edge["target"]:
                     relations.append(edge)
         answer: dict[str, Any] = {}
-        if "reasoning" in _schema_properties(request):
+        if "reasoning" in (request.tool_parameters() or {}).get("properties", {}):
             answer["reasoning"] = "The facts the transcript states."
         if name != "Relations":
             answer["entities"] = entities
