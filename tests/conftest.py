@@ -12,9 +12,12 @@ from bub_semantic_memory.models import Entity, PromptRef, Relation, Snapshot
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
 from bub_semantic_memory.testing import FakeOpenAIServer
+from bub_semantic_memory.transport import RetryPolicy
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parents[1]
+FAST = RetryPolicy(backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=5.0)
+"""Short back-offs with the documented attempt bounds (5 transport attempts, 8 requests, 2 re-asks)."""
 
 
 @pytest.fixture(autouse=True)

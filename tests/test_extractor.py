@@ -32,9 +32,7 @@ from bub_semantic_memory.testing import (
 )
 from bub_semantic_memory.transcript import Entry
 from bub_semantic_memory.transport import RetryPolicy
-from tests.conftest import make_snapshot
-
-FAST = RetryPolicy(backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=5)
+from tests.conftest import FAST, make_snapshot
 
 ENTRIES = [
     Entry(1, "anchor", {"name": "session/start", "state": {"owner": "human"}}),

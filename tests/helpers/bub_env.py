@@ -1,8 +1,43 @@
-"""Environment for a bub process whose agent model is stubbed and whose extractor is a fake server."""
+"""A bub process whose agent model is stubbed and whose extractor is a fake server."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
+from bub.framework import BubFramework
+from bub.hooks import hookimpl
+from bub.hooks.interception import LlmCallDecision, LlmCallRequest
+
+from bub_semantic_memory.plugin import SemanticMemoryPlugin
+
+
+class StubModel:
+    """Finishes every agent LLM call without a provider, recording what the model would have seen."""
+
+    def __init__(self) -> None:
+        self.requests: list[LlmCallRequest] = []
+
+    @hookimpl
+    def before_llm_call(self, request: LlmCallRequest, state: dict[str, Any]) -> LlmCallDecision:
+        self.requests.append(request)
+        return LlmCallDecision.finish("ok")
+
+
+def make_framework(
+    config_file: Path, workspace: Path
+) -> tuple[BubFramework, SemanticMemoryPlugin, StubModel]:
+    """bub with its builtin hooks, the plugin and the stub model, in ``workspace`` (created)."""
+    framework = BubFramework(config_file=config_file)
+    framework.workspace = workspace.resolve()
+    framework.workspace.mkdir(parents=True, exist_ok=True)
+    framework.load_builtin_hooks()
+    plugin = SemanticMemoryPlugin(framework)
+    stub = StubModel()
+    framework.plugin_manager.register(plugin, name="semantic-memory")
+    framework.plugin_manager.register(stub, name="stub-model")
+    return framework, plugin, stub
 
 
 def use_fake_extractor(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:

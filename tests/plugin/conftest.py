@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,24 +9,10 @@ from typing import Any
 import pytest
 from bub.channels.message import ChannelMessage
 from bub.framework import BubFramework
-from bub.hooks import hookimpl
-from bub.hooks.interception import LlmCallDecision, LlmCallRequest
 
 from bub_semantic_memory.plugin import SemanticMemoryPlugin
-from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply, text_reply
-from tests.helpers.bub_env import use_fake_extractor
-
-
-class StubModel:
-    """Finishes every agent LLM call without a provider, recording what the model would have seen."""
-
-    def __init__(self) -> None:
-        self.requests: list[LlmCallRequest] = []
-
-    @hookimpl
-    def before_llm_call(self, request: LlmCallRequest, state: dict[str, Any]) -> LlmCallDecision:
-        self.requests.append(request)
-        return LlmCallDecision.finish("ok")
+from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply
+from tests.helpers.bub_env import StubModel, make_framework, use_fake_extractor
 
 
 @dataclass
@@ -39,15 +23,7 @@ class Harness:
     workspace: Path | None = None
 
     def framework(self) -> tuple[BubFramework, SemanticMemoryPlugin, StubModel]:
-        framework = BubFramework(config_file=self.tmp_path / "config.yml")
-        framework.workspace = (self.workspace or self.tmp_path / "workspace").resolve()
-        framework.workspace.mkdir(parents=True, exist_ok=True)
-        framework.load_builtin_hooks()
-        plugin = SemanticMemoryPlugin(framework)
-        stub = StubModel()
-        framework.plugin_manager.register(plugin, name="semantic-memory")
-        framework.plugin_manager.register(stub, name="stub-model")
-        return framework, plugin, stub
+        return make_framework(self.tmp_path / "config.yml", self.workspace or self.tmp_path / "workspace")
 
     async def turn(self, framework: BubFramework, text: str, session_id: str = "cli:test") -> Any:
         async with framework.running():
@@ -56,22 +32,11 @@ class Harness:
             )
 
     def respond(self, request: RecordedRequest) -> Reply:
-        """Agent calls get text; extraction calls get the registered facts the transcript mentions."""
-        if request.tool_schema_name() is None:
-            return text_reply("ok")
-        facts = list(self.extractions.values())
-        oracle = OracleResponder(
-            entities=[e for f in facts for e in f["entities"]],
-            relations=[r for f in facts for r in f["relations"]],
-        )
-        return oracle(request)
+        """Extraction calls get the registered facts the transcript mentions (the agent makes no calls)."""
+        return OracleResponder.from_golds(self.extractions.values())(request)
 
     def extraction_requests(self) -> list[RecordedRequest]:
         return [r for r in self.server.requests if r.tool_schema_name() is not None]
-
-
-def transcript_of(request: RecordedRequest) -> str:
-    return str(request.messages[-1]["content"]).split("<transcript>")[-1].split("</transcript>")[0]
 
 
 MAYA: dict[str, list[dict[str, Any]]] = {
@@ -84,14 +49,9 @@ MAYA: dict[str, list[dict[str, Any]]] = {
 
 
 @pytest.fixture
-def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Harness]:
-    with FakeOpenAIServer() as server:
-        use_fake_extractor(monkeypatch, server.base_url)
-        monkeypatch.chdir(tmp_path)
-        harness = Harness(tmp_path, server)
-        server.responder = harness.respond
-        yield harness
-
-
-def dump(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_openai: FakeOpenAIServer) -> Harness:
+    use_fake_extractor(monkeypatch, fake_openai.base_url)
+    monkeypatch.chdir(tmp_path)
+    harness = Harness(tmp_path, fake_openai)
+    fake_openai.responder = harness.respond
+    return harness

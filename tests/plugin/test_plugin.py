@@ -16,7 +16,7 @@ from bub_semantic_memory.store import SnapshotStore, session_tape_name
 from bub_semantic_memory.testing import status_reply
 from bub_semantic_memory.tokens import estimate_tokens
 from tests.conftest import make_snapshot
-from tests.plugin.conftest import MAYA, Harness, transcript_of
+from tests.plugin.conftest import MAYA, Harness
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -39,8 +39,8 @@ async def test_a_fact_taught_in_one_turn_is_in_the_next_turns_context(harness: H
     assert "<memory>" in block and "Maya Lin lives in Lisbon" in block
     requests = harness.extraction_requests()
     assert len(requests) == 2  # one extraction per turn
-    assert "Maya Lin" in transcript_of(requests[0])
-    second = transcript_of(requests[1])
+    assert "Maya Lin" in (requests[0].transcript() or "")
+    second = requests[1].transcript() or ""
     assert "Where does Maya live?" in second and "I live in Lisbon" not in second  # only the new entries
     assert plugin.stats["extractions"] == 2 and plugin.stats["extraction_failures"] == 0
 
@@ -74,7 +74,7 @@ async def test_a_failing_extractor_never_fails_the_turn_and_is_retried_later(har
     harness.server.responder = harness.respond
     await harness.turn(framework, "Still there?")
     assert plugin.stats["extractions"] == 1
-    assert "Maya Lin" in transcript_of(harness.extraction_requests()[-1])  # the backlog, once
+    assert "Maya Lin" in (harness.extraction_requests()[-1].transcript() or "")  # the backlog, once
     assert graph.watermark > 0 and len(graph) == 2
 
 

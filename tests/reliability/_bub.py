@@ -8,7 +8,6 @@ patching the :class:`RetryPolicy` the plugin builds (it has no setting for them)
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,9 @@ from bub.store import FileTapeStore
 from bub_semantic_memory.plugin import SemanticMemoryPlugin
 from bub_semantic_memory.store import SnapshotStore, session_tape_name
 from bub_semantic_memory.testing import FakeOpenAIServer
-from bub_semantic_memory.transport import RetryPolicy
-from tests.plugin.conftest import StubModel
-from tests.reliability._support import FAST
+from tests.helpers.bub_env import StubModel, make_framework
 
-__all__ = ["BubRig", "ErrorObserver", "fast_retry_policy"]
+__all__ = ["BubRig", "ErrorObserver"]
 
 
 class ErrorObserver:
@@ -53,15 +50,8 @@ class BubRig:
     unhandled: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.framework = BubFramework(config_file=self.tmp_path / "config.yml")
-        self.framework.workspace = self.workspace.resolve()
-        self.workspace.mkdir(parents=True, exist_ok=True)
-        self.framework.load_builtin_hooks()
-        self.plugin = SemanticMemoryPlugin(self.framework)
-        self.stub = StubModel()
+        self.framework, self.plugin, self.stub = make_framework(self.tmp_path / "config.yml", self.workspace)
         self.observer = ErrorObserver()
-        self.framework.plugin_manager.register(self.plugin, name="semantic-memory")
-        self.framework.plugin_manager.register(self.stub, name="stub-model")
         self.framework.plugin_manager.register(self.observer, name="error-observer")
 
     def tape(self, session_id: str = "cli:test") -> str:
@@ -90,7 +80,3 @@ class BubRig:
     def reader(self) -> SnapshotStore:
         """A separate reader of the memory sidecars (what another process would see)."""
         return SnapshotStore(FileTapeStore(self.tapes_dir))
-
-
-def fast_retry_policy(**kwargs: Any) -> RetryPolicy:
-    return dataclasses.replace(FAST, **kwargs)

@@ -41,11 +41,11 @@ from bub_semantic_memory.testing import (
     refusal_reply,
     reset_reply,
     status_reply,
-    text_reply,
     tool_call_reply,
 )
 from bub_semantic_memory.transcript import Entry
 from bub_semantic_memory.transport import RetryPolicy
+from tests.conftest import FAST
 
 __all__ = [
     "FAST",
@@ -58,17 +58,14 @@ __all__ = [
     "FaultKind",
     "FaultLab",
     "fact_tape",
-    "oracle_of",
     "person",
-    "transcript_ids",
+    "recording_oracle",
 ]
 
 PROMPT = "extract@2"
 """The prompt the suite pins (the one promoted for the plugin when the suite was written): released,
 single-step (one model turn per window, so request counts are exact), free-text names (the oracle's and
 the echo model's answers fit it). ``test_plugin_faults`` also runs the two-step ``extract@3``."""
-FAST = RetryPolicy(backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=5.0)
-"""Short back-offs; the documented attempt bounds (5 transport attempts, 8 requests, 2 re-asks)."""
 TIMEOUT_POLICY = dataclasses.replace(FAST, request_timeout_s=0.5)
 """For read-timeout faults: the server holds the answer for 2 s, the client gives up after 0.5 s."""
 RETRY_AFTER_S = 0.2
@@ -355,36 +352,14 @@ def fact_tape(index: int, *, first_id: int = 1) -> tuple[list[Entry], Facts]:
     return entries, facts
 
 
-def oracle_of(facts: Sequence[Mapping[str, Any]]) -> OracleResponder:
-    return OracleResponder(
-        entities=[e for f in facts for e in f["entities"]],
-        relations=[r for f in facts for r in f["relations"]],
-    )
-
-
-def agent_and_oracle(
-    facts: Sequence[Mapping[str, Any]], *, answered: list[list[int]] | None = None
+def recording_oracle(
+    facts: Sequence[Mapping[str, Any]], answered: list[list[int]]
 ) -> Callable[[RecordedRequest], Reply]:
-    """A responder for a bub rig: "ok" to the agent's own calls, oracle answers to extractions.
-
-    ``answered`` collects the transcript entry ids of every extraction request.
-    """
-    oracle = oracle_of(facts)
+    """The oracle for ``facts``, recording the transcript entry ids of every request in ``answered``."""
+    oracle = OracleResponder.from_golds(facts)
 
     def respond(request: RecordedRequest) -> Reply:
-        if request.tool_schema_name() is None:
-            return text_reply("ok")
-        if answered is not None:
-            answered.append(transcript_ids(request))
+        answered.append(request.transcript_entry_ids())
         return oracle(request)
 
     return respond
-
-
-def transcript_ids(request: RecordedRequest) -> list[int]:
-    """Entry ids of the lines inside the request's ``<transcript>`` block."""
-    content = str(request.messages[-1].get("content", "")) if request.messages else ""
-    if "<transcript>" not in content:
-        return []
-    block = content.split("<transcript>", 1)[1].split("</transcript>", 1)[0]
-    return [int(line[1 : line.index("]")]) for line in block.strip().splitlines() if line.startswith("[")]

@@ -6,6 +6,8 @@ counted outcomes of the run as Markdown; without the variable nothing is written
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import time
 from collections.abc import Iterator
@@ -14,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from bub_semantic_memory.testing import FakeOpenAIServer
+from tests.conftest import FAST
 from tests.helpers.bub_env import use_fake_extractor
-from tests.reliability._bub import BubRig, fast_retry_policy
+from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes
 from tests.reliability._support import PROMPT
 
@@ -49,16 +52,17 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 @pytest.fixture
-def bub_rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[BubRig]:
+def bub_rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_openai: FakeOpenAIServer) -> BubRig:
     """A bub process whose extraction endpoint is a fake server (set its ``responder``).
 
     Retry cooldown 0, short back-offs (the plugin has no setting for them: its
     ``RetryPolicy`` is patched), a 0.5 s request timeout, the suite's pinned prompt.
     """
-    with FakeOpenAIServer() as server:
-        use_fake_extractor(monkeypatch, server.base_url)
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_REQUEST_TIMEOUT", "0.5")
-        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", PROMPT)
-        monkeypatch.setattr("bub_semantic_memory.transport.RetryPolicy", fast_retry_policy)
-        monkeypatch.chdir(tmp_path)
-        yield BubRig(tmp_path, server, tmp_path / "workspace")
+    use_fake_extractor(monkeypatch, fake_openai.base_url)
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_REQUEST_TIMEOUT", "0.5")
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", PROMPT)
+    monkeypatch.setattr(
+        "bub_semantic_memory.transport.RetryPolicy", functools.partial(dataclasses.replace, FAST)
+    )
+    monkeypatch.chdir(tmp_path)
+    return BubRig(tmp_path, fake_openai, tmp_path / "workspace")

@@ -16,11 +16,11 @@ from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import entity_key
 from bub_semantic_memory.store import SnapshotStore, memory_tape_name
-from bub_semantic_memory.testing import FakeOpenAIServer
+from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
 from bub_semantic_memory.transcript import coerce_entries, read_tape_file
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes
-from tests.reliability._support import FAST, PROMPT, agent_and_oracle, fact_tape, oracle_of, person
+from tests.reliability._support import FAST, PROMPT, fact_tape, person
 
 BIG = 5 * 1024 * 1024
 
@@ -118,7 +118,7 @@ async def test_a_bad_tape_is_read_with_counted_warnings_and_extracted(
     assert "\ufffd" in repaired.payload["content"]  # undecodable bytes replaced, the rest kept
 
     facts = [fact_tape(i)[1] for i in range(len(DEFECTS) + 1)]
-    fake_openai.responder = lambda request: oracle_of(facts)(request)
+    fake_openai.responder = OracleResponder.from_golds(facts)
     async with Extractor(
         model="fake-extractor", prompt=PROMPT, base_url=fake_openai.base_url, api_key="k", retry=FAST
     ) as extractor:
@@ -169,7 +169,7 @@ async def test_a_corrupt_memory_sidecar_still_yields_its_good_snapshots(
     bub_rig: BubRig, outcomes: Outcomes
 ) -> None:
     facts = [fact_tape(i)[1] for i in range(2)]
-    bub_rig.server.responder = agent_and_oracle(facts)
+    bub_rig.server.responder = OracleResponder.from_golds(facts)
     async with bub_rig.framework.running():
         await bub_rig.turn(fact_tape(0)[0][0].payload["content"])
         await bub_rig.idle()

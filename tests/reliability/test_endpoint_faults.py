@@ -33,7 +33,6 @@ from tests.reliability._support import (
     Facts,
     FaultLab,
     fact_tape,
-    oracle_of,
 )
 
 NEVER = 10**6
@@ -102,7 +101,7 @@ async def run_call(
     entries, facts = fact_tape(index)
     plan = lab.plan(
         f"{kind}#{index}",
-        oracle_of([facts]),
+        OracleResponder.from_golds([facts]),
         fault_for or (lambda attempt: kind if attempt < failing else None),
     )
     result = CallResult(kind, failing, plan, facts)
@@ -280,7 +279,7 @@ def convergence_tapes() -> list[Tape]:
             more, fact = fact_tape(40 * t + turn, first_id=len(entries) + 1)
             entries.extend(more)
             facts.append(fact)
-        tapes.append(Tape(f"synthetic-{t}", entries, oracle_of(facts)))
+        tapes.append(Tape(f"synthetic-{t}", entries, OracleResponder.from_golds(facts)))
     return tapes
 
 
@@ -434,7 +433,7 @@ async def test_a_window_with_more_facts_than_the_schema_allows_is_still_extracte
         entries.extend(more)
         facts.append(fact)
     lab = FaultLab(fake_openai)
-    plan = lab.plan("dense", oracle_of(facts), lambda attempt: None)
+    plan = lab.plan("dense", OracleResponder.from_golds(facts), lambda attempt: None)
     async with lab.extractor(FAST) as extractor:
         with lab.calling(plan):
             snapshots = await extractor.extract(entries, tape="dense")

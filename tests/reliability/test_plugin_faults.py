@@ -11,7 +11,7 @@ from bub.store import FileTapeStore
 
 from bub_semantic_memory.models import entity_key
 from bub_semantic_memory.store import fetch_tape
-from bub_semantic_memory.testing import RecordedRequest, Reply, text_reply
+from bub_semantic_memory.testing import OracleResponder, RecordedRequest, Reply
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes
 from tests.reliability._support import (
@@ -20,9 +20,7 @@ from tests.reliability._support import (
     Facts,
     FaultContext,
     fact_tape,
-    oracle_of,
     person,
-    transcript_ids,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -44,18 +42,16 @@ class FlakyEndpoint:
     def __post_init__(self) -> None:
         self._kinds = itertools.cycle(SERVER_SIDE_FAULTS)
         self._count = itertools.count()
+        self._oracle = OracleResponder.from_golds(self.facts)
 
     def respond(self, request: RecordedRequest) -> Reply:
-        if request.tool_schema_name() is None:
-            return text_reply("ok")  # not an extraction request (the stub agent makes none)
-        oracle = oracle_of(self.facts)
         number = next(self._count)
-        context = FaultContext(request, oracle, (120 + number % 13, 30), number)
+        context = FaultContext(request, self._oracle, (120 + number % 13, 30), number)
         if self.healthy:
             if (
                 request.tool_schema_name() != "Relations"
             ):  # a two-step prompt's second step repeats the window
-                self.answered.append(transcript_ids(request))
+                self.answered.append(request.transcript_entry_ids())
             return context.correct()
         kind = next(self._kinds)
         self.faults[kind] += 1

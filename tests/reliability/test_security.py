@@ -42,7 +42,7 @@ from bub_semantic_memory.transcript import Entry
 from tests.conftest import REPO
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes
-from tests.reliability._support import FAST, PROMPT, agent_and_oracle, fact_tape, person
+from tests.reliability._support import FAST, PROMPT, fact_tape, person
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -510,7 +510,7 @@ async def test_one_workspace_never_reads_another_workspaces_memory(
     bub_rig: BubRig, outcomes: Outcomes
 ) -> None:
     facts = [fact_tape(i)[1] for i in range(2)]
-    bub_rig.server.responder = agent_and_oracle(facts)
+    bub_rig.server.responder = OracleResponder.from_golds(facts)
     rigs = [bub_rig, BubRig(bub_rig.tmp_path, bub_rig.server, bub_rig.tmp_path / "other-workspace")]
     for index, rig in enumerate(rigs):  # the same session id in both workspaces
         async with rig.framework.running():

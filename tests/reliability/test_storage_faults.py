@@ -18,7 +18,7 @@ import select
 import signal
 import stat
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from bub_semantic_memory.store import SnapshotStore, memory_tape_name
 from tests.helpers.snapshot_writer import snapshot
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes, Table
-from tests.reliability._support import agent_and_oracle, fact_tape, person
+from tests.reliability._support import fact_tape, person, recording_oracle
 
 TAPE = "0123456789abcdef__fedcba9876543210"
 KILL_ROUNDS = 60
@@ -41,10 +41,6 @@ MAX_ROUNDS = 200  # rounds go on (killing while the file grows) until MIN_TORN t
 ROUNDS_PER_FILE = 10
 PAYLOAD = 2_000_000
 pytestmark = pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
-
-
-def run[T](coroutine: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coroutine)
 
 
 def sidecar(directory: Path, tape: str = TAPE) -> Path:
@@ -216,7 +212,7 @@ def test_kill_minus_9_mid_append_keeps_every_complete_snapshot(
         complete = raw[: raw.rfind(b"\n") + 1]
         torn = raw[len(complete) :]
         store = SnapshotStore(FileTapeStore(tmp_path))
-        loaded, report = run(store.load(tape))
+        loaded, report = asyncio.run(store.load(tape))
         # Every complete line, every acknowledged append, and everything from earlier rounds survived.
         written = [s.first_entry_id for s in loaded]
         assert len(written) == complete.count(b"\n")
@@ -229,8 +225,8 @@ def test_kill_minus_9_mid_append_keeps_every_complete_snapshot(
         quarantined = quarantine.read_bytes() if quarantine.exists() else b""
         caplog.clear()
         survivor = snapshot(tape, 10**6 + round_number, 10)
-        run(store.append(survivor))
-        after, after_report = run(store.load(tape))
+        asyncio.run(store.append(survivor))
+        after, after_report = asyncio.run(store.load(tape))
         survived = [s.id for s in after]
         assert survived == [*(s.id for s in loaded), survivor.id] and after_report.issues == []
         survivals += 1
@@ -274,7 +270,7 @@ def test_concurrent_writer_processes_lose_nothing(tmp_path: Path, outcomes: Outc
     codes = [child.finish() for child in children]
     elapsed = time.monotonic() - started
     assert codes == [0] * writers
-    loaded, report = run(SnapshotStore(FileTapeStore(tmp_path)).load(TAPE))
+    loaded, report = asyncio.run(SnapshotStore(FileTapeStore(tmp_path)).load(TAPE))
     expected = sorted(10_000 * w + i for w in range(writers) for i in range(each))
     got = sorted(s.first_entry_id for s in loaded)
     assert report.issues == [] and got == expected
@@ -344,21 +340,21 @@ def test_a_failed_append_is_a_clear_error_and_harms_nothing(
     store = SnapshotStore(FileTapeStore(tmp_path))
     kept = [snapshot(TAPE, i, 10) for i in (1, 2)]
     for one in kept:
-        run(store.append(one))
+        asyncio.run(store.append(one))
     before = sidecar(tmp_path).read_bytes()
     make_it_fail, message = FAILURES[failure]
     with monkeypatch.context() as patch:
         make_it_fail(patch)
         with pytest.raises(StoreError, match=message) as caught:
-            run(store.append(snapshot(TAPE, 3, 10)))
+            asyncio.run(store.append(snapshot(TAPE, 3, 10)))
     after = sidecar(tmp_path).read_bytes()
     assert after.startswith(before)  # nothing already stored was touched
-    loaded, report = run(store.load(TAPE))
+    loaded, report = asyncio.run(store.load(TAPE))
     assert [s.id for s in loaded] == [s.id for s in kept]
     assert report.counts["malformed_json"] == (1 if after != before else 0)
     recovered = snapshot(TAPE, 4, 10)
-    run(store.append(recovered))
-    loaded, report = run(store.load(TAPE))
+    asyncio.run(store.append(recovered))
+    loaded, report = asyncio.run(store.load(TAPE))
     assert [s.id for s in loaded] == [*(s.id for s in kept), recovered.id] and report.issues == []
     _failure_table(outcomes).add(
         failure,
@@ -391,7 +387,7 @@ async def test_the_turn_completes_when_memory_cannot_be_written(
 ) -> None:
     facts = [fact_tape(i)[1] for i in range(3)]
     answered: list[list[int]] = []
-    bub_rig.server.responder = agent_and_oracle(facts, answered=answered)
+    bub_rig.server.responder = recording_oracle(facts, answered)
     rig, plugin = bub_rig, bub_rig.plugin
     tape = rig.tape()
     make_it_fail, _ = FAILURES[failure]
