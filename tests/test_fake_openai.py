@@ -196,7 +196,7 @@ async def test_request_helpers_read_the_transcript_and_the_forced_tools_schema(
     server: FakeOpenAIServer, aclient: openai.AsyncOpenAI
 ) -> None:
     server.enqueue(tool_call_reply("Person", {"name": "Alice", "age": 30}))
-    messages = [
+    messages: list[ChatCompletionMessageParam] = [
         {"role": "system", "content": "Extract. <transcript> in the rules is not a block"},
         {"role": "user", "content": "Known: none\n<transcript>\n[3] user: hi\n[7] tool: ok\n</transcript>"},
     ]
