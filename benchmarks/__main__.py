@@ -27,7 +27,7 @@ from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from benchmarks.common import BENCH_DIR, REPO, BenchConfig, Row, Section
+from benchmarks.common import BENCH_DIR, REPO, BenchConfig, Row, Section, md_cell
 from benchmarks.sections import SECTIONS, configure_logging, run_isolated
 
 PACKAGES = ("bub", "bub-semantic-memory", "instructor", "openai", "pydantic", "httpx", "llama-cpp-python")
@@ -55,20 +55,16 @@ def _value(row: Row) -> str:
     return f"{row.value} ⏱" if row.kind == "time" else row.value
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def summary_table(sections: Sequence[Section]) -> str:
     lines = ["| # | Metric | Value | Target | Met | Notes |", "|---|---|---|---|---|---|"]
     for section in sections:
         if section.skipped:
-            lines.append(f"| {section.number} | {section.title} | skipped | | — | {_cell(section.skipped)} |")
-        for row in section.rows:
             lines.append(
-                f"| {section.number} | {_cell(row.metric)} | {_cell(_value(row))} | {_cell(row.target)} | "
-                f"{_met(row)} | {_cell(row.notes)} |"
+                f"| {section.number} | {section.title} | skipped | | — | {md_cell(section.skipped)} |"
             )
+        for row in section.rows:
+            cells = [row.metric, _value(row), row.target, _met(row), row.notes]
+            lines.append(f"| {section.number} | " + " | ".join(md_cell(c) for c in cells) + " |")
     return "\n".join(lines)
 
 

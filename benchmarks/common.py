@@ -12,16 +12,17 @@ import builtins
 import contextlib
 import io
 import os
-import statistics
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from bub_semantic_memory.evals.report import percentile
+
 __all__ = [
     "BENCH_DIR",
+    "FIXTURES",
     "REPO",
     "BenchConfig",
     "FileOpenCounter",
@@ -29,6 +30,7 @@ __all__ = [
     "Section",
     "Table",
     "isolated_env",
+    "md_cell",
     "ms",
     "percentile",
     "summarise",
@@ -37,6 +39,7 @@ __all__ = [
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
+FIXTURES = REPO / "evals" / "fixtures"
 
 type Kind = Literal["time", "ratio", "count", "size", "share", "info"]
 
@@ -77,6 +80,11 @@ class Row:
     kind: Kind = "info"
 
 
+def md_cell(value: Any) -> str:
+    """``value`` as the text of one Markdown table cell."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
 @dataclass
 class Table:
     """A detail table (Markdown)."""
@@ -86,12 +94,9 @@ class Table:
     rows: list[Sequence[Any]] = field(default_factory=list)
 
     def markdown(self) -> str:
-        def cell(value: Any) -> str:
-            return str(value).replace("|", "\\|").replace("\n", " ")
-
         lines = [f"**{self.title}**", "", "| " + " | ".join(self.header) + " |"]
         lines.append("|" + "|".join("---" for _ in self.header) + "|")
-        lines.extend("| " + " | ".join(cell(v) for v in row) + " |" for row in self.rows)
+        lines.extend("| " + " | ".join(md_cell(v) for v in row) + " |" for row in self.rows)
         return "\n".join(lines)
 
 
@@ -114,52 +119,22 @@ class Section:
         return row
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile (0..1) with linear interpolation; 0.0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    position = q * (len(ordered) - 1)
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 @dataclass(frozen=True)
 class Summary:
-    """p50 / p95 / max / mean of a sample (same unit as the sample)."""
+    """p50 / p95 of a sample (same unit as the sample) and its size."""
 
     p50: float
     p95: float
-    max: float
-    mean: float
     n: int
 
 
 def summarise(values: Sequence[float]) -> Summary:
-    return Summary(
-        p50=percentile(values, 0.5),
-        p95=percentile(values, 0.95),
-        max=max(values, default=0.0),
-        mean=statistics.fmean(values) if values else 0.0,
-        n=len(values),
-    )
+    return Summary(p50=percentile(values, 0.5), p95=percentile(values, 0.95), n=len(values))
 
 
 def ms(seconds: float, digits: int = 3) -> str:
     """Seconds formatted as milliseconds."""
     return f"{seconds * 1000:.{digits}f} ms"
-
-
-def time_calls(call: Callable[[], Any], iterations: int) -> list[float]:
-    """Wall time of each of ``iterations`` calls, in seconds."""
-    timings: list[float] = []
-    clock = time.perf_counter
-    for _ in range(iterations):
-        start = clock()
-        call()
-        timings.append(clock() - start)
-    return timings
 
 
 @contextlib.contextmanager

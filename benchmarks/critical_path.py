@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
-import random
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -52,7 +51,14 @@ from benchmarks.common import (
 )
 from benchmarks.oracle import SchemaFollowingOracle
 from benchmarks.published import PublishedDesign, render_every_snapshot
-from benchmarks.synthetic import BENCH_PROMPT_REF, NameGenerator, make_memory, make_tape, user_header
+from benchmarks.synthetic import (
+    SyntheticTape,
+    bench_snapshot,
+    make_memory,
+    make_queries,
+    make_tape,
+    user_header,
+)
 from bub_semantic_memory.models import Entity, Snapshot
 from bub_semantic_memory.plugin import TAPE_STATE_KEY, SemanticMemoryPlugin
 from bub_semantic_memory.prompts import PromptLibrary
@@ -63,42 +69,6 @@ from bub_semantic_memory.tokens import estimate_tokens
 __all__ = ["run"]
 
 TARGET_P95_S = 0.002
-_QUESTIONS = [
-    "What is {a} working on these days?",
-    "Can you remind me where {a} lives and who {b} is?",
-    "Draft a short note to {a} about the review on Friday.",
-    "Did {a} ever meet {b}?",
-]
-_ABSENT = [
-    "Who is {x}? I think they joined last week.",
-    "Schedule a call with {x} and {y} tomorrow.",
-]
-_GENERIC = [
-    "What's the weather like tomorrow?",
-    "Summarise the last three messages, please.",
-    "Thanks, that's all for now!",
-    "Can you list my open tasks?",
-]
-
-
-def make_queries(names: list[str], count: int, seed: int) -> list[str]:
-    """``count`` distinct user prompts with bub's header: half name memory entities, a quarter
-    name people who are not in it, a quarter name nobody."""
-    rng = random.Random(seed)
-    strangers = NameGenerator(random.Random(seed + 1))
-    when = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
-    queries: list[str] = []
-    for index in range(count):
-        when += timedelta(seconds=rng.randint(20, 600))
-        kind = index % 4
-        if kind in (0, 1):
-            text = rng.choice(_QUESTIONS).format(a=rng.choice(names), b=rng.choice(names))
-        elif kind == 2:
-            text = rng.choice(_ABSENT).format(x=strangers.person(), y=strangers.person())
-        else:
-            text = rng.choice(_GENERIC)
-        queries.append(user_header(when) + text)
-    return queries
 
 
 @contextlib.asynccontextmanager
@@ -309,25 +279,21 @@ async def _after_extraction(
 
 def _one_more_snapshot(tape: str, n: int, index: int) -> Snapshot:
     """What a background extraction of one more turn adds: two new entities."""
-    first = 12 * (n // 10 + 1 + index) + 1
-    return Snapshot(
-        tape=tape,
-        first_entry_id=first,
-        last_entry_id=first + 11,
-        prompt=BENCH_PROMPT_REF,
-        model="fake-extractor",
-        mode="tools",
-        entities=(
-            Entity.create(f"Newcomer Number{index}", "person", evidence=[first + 3]),
-            Entity.create(f"Project Followup{index}", "project", evidence=[first + 3]),
-        ),
+    number = n // 10 + 1 + index
+    evidence = [12 * number + 4]
+    return bench_snapshot(
+        tape,
+        number,
+        [
+            Entity.create(f"Newcomer Number{index}", "person", evidence=evidence),
+            Entity.create(f"Project Followup{index}", "project", evidence=evidence),
+        ],
     )
 
 
 async def _select_times(
-    framework: BubFramework, without: BubFramework, iterations: int
+    framework: BubFramework, without: BubFramework, tape: SyntheticTape, iterations: int
 ) -> tuple[Summary, Summary, bool, int]:
-    tape = make_tape(200)
     entries = [TapeEntry(e.id, e.kind, e.payload, e.meta, e.date) for e in tape.entries]
     contexts = [framework.build_tape_context(), without.build_tape_context()]
     results: list[list[float]] = [[], []]
@@ -341,8 +307,9 @@ async def _select_times(
     return summarise(results[0]), summarise(results[1]), same, len(entries)
 
 
-async def _published_calls(server: FakeOpenAIServer, prompt_ref: str, latency: float, calls: int) -> Summary:
-    tape = make_tape(200)
+async def _published_calls(
+    server: FakeOpenAIServer, tape: SyntheticTape, prompt_ref: str, latency: float, calls: int
+) -> Summary:
     server.responder = lambda _request: tool_call_reply(
         "Extraction",
         {"entities": [{"name": "Maya Lin", "type": "person"}], "relations": []},
@@ -382,6 +349,7 @@ async def run(config: BenchConfig) -> Section:
     latency = 0.05 if config.quick else 0.5
     published_calls = 2 if config.quick else 5
     results: list[SizeResult] = []
+    tape = make_tape(200)  # a 200-turn tape: what tape select reads, what the published design sends
     with temp_dir("critical-path") as root, FakeOpenAIServer() as server:
         settings = {
             "BUB_MODEL": "openai:agent-model",
@@ -398,9 +366,9 @@ async def run(config: BenchConfig) -> Section:
                         await _measure_size(n, framework, plugin, without, server, iterations, after_turns)
                     )
                 select_with, select_without, same_select, select_entries = await _select_times(
-                    framework, without, 5 if config.quick else 100
+                    framework, without, tape, 5 if config.quick else 100
                 )
-        llm = await _published_calls(server, config.prompt, latency, published_calls)
+        llm = await _published_calls(server, tape, config.prompt, latency, published_calls)
 
     table = Table(
         "Per model call, by memory size (ms; p50 / p95)",

@@ -80,12 +80,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0)
     args = parser.parse_args()
 
-    from benchmarks.common import REPO
+    from benchmarks.common import FIXTURES
     from benchmarks.oracle import SchemaFollowingOracle
     from bub_semantic_memory.evals.dataset import load_fixtures
     from bub_semantic_memory.testing import CHAT_COMPLETIONS_PATH, FakeOpenAIServer, OracleResponder
 
-    golds = [f.gold for f in load_fixtures(REPO / "evals" / "fixtures")]
+    golds = [f.gold for f in load_fixtures(FIXTURES)]
     responder = SchemaFollowingOracle(OracleResponder.from_golds(golds))
     with FakeOpenAIServer(latency=args.latency, responder=responder) as server:
         print(server.base_url, flush=True)

@@ -21,17 +21,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from benchmarks.common import REPO, BenchConfig, Section, Table, temp_dir
+from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
 from benchmarks.endpoint import EndpointProcess
 from bub_semantic_memory.evals.dataset import Fixture, load_fixtures
-from bub_semantic_memory.evals.report import Report
 from bub_semantic_memory.evals.runner import CachePolicy, RunOptions, run_eval
 from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
 from bub_semantic_memory.transcript import render_transcript
 
 __all__ = ["run"]
 
-FIXTURES = REPO / "evals" / "fixtures"
 LATENCY_S = 0.2
 FIXTURE_COUNT = 40
 TARGET_FACTOR = 1.5
@@ -42,10 +40,8 @@ class EvalRun:
     concurrency: int
     seconds: float
     requests: int
-    calls: int
     requests_made: int
     failed: int
-    report: Report
 
 
 async def _run(
@@ -75,10 +71,8 @@ async def _run(
         concurrency=concurrency,
         seconds=seconds,
         requests=server.requests() - before,
-        calls=metrics.calls,
         requests_made=metrics.requests_made,
         failed=metrics.failed_fixtures,
-        report=report,
     )
 
 

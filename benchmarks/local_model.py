@@ -17,7 +17,7 @@ import time
 
 from rich.console import Console
 
-from benchmarks.common import REPO, BenchConfig, Section, Table, temp_dir
+from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.report import FixtureResult
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
@@ -26,7 +26,6 @@ from bub_semantic_memory.prompts import PromptLibrary
 
 __all__ = ["run"]
 
-FIXTURES = REPO / "evals" / "fixtures"
 FIXTURE_COUNT = 3
 MIN_FIXTURES = 2
 TIME_BUDGET_S = 240.0

@@ -17,10 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.common import REPO, BenchConfig, Section, Table
-from benchmarks.critical_path import make_queries
+from benchmarks.common import FIXTURES, REPO, BenchConfig, Section, Table
 from benchmarks.published import render_every_snapshot
-from benchmarks.synthetic import BENCH_PROMPT_REF, make_memory
+from benchmarks.synthetic import BENCH_PROMPT_REF, make_memory, make_queries
 from bub_semantic_memory.evals.dataset import Fixture, Gold, load_fixtures
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Entity, Relation, Snapshot, normalize_name
@@ -34,7 +33,6 @@ __all__ = ["gold_snapshot", "run"]
 
 BUDGETS = (200, 400, 800)
 TARGET_SHARE_800 = 0.9
-FIXTURES = REPO / "evals" / "fixtures"
 
 
 def gold_snapshot(gold: Gold, *, tape: str, offset: int = 0) -> Snapshot:

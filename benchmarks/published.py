@@ -67,7 +67,6 @@ class PublishedDesign:
         self.model = model
         self.backend = OpenAIBackend(base_url=base_url, api_key=api_key)
         self.snapshots: list[_StoredSnapshot] = []
-        self.calls = 0
         self._seen = 0
         self._lines: list[TranscriptLine] = []
         self._lead: Entry | None = None  # the tool_call whose results may follow
@@ -112,7 +111,6 @@ class PublishedDesign:
 
     async def on_model_call(self, entries: Sequence[Entry]) -> None:
         """What the published design does before each model call: extract, wait, append."""
-        self.calls += 1
         response = await self.backend.create(
             model=self.model,
             messages=self.messages(entries),
@@ -130,15 +128,6 @@ class PublishedDesign:
                 snapshot.entities.extend(arguments.get("entities", []))
                 snapshot.relations.extend(arguments.get("relations", []))
         self.snapshots.append(snapshot)
-
-    def render_prompt_block(self) -> str:
-        """Every stored snapshot rendered into the prompt."""
-        lines = ["<memory>"]
-        for snapshot in self.snapshots:
-            lines.extend(f"- {e.get('name')} ({e.get('type')})" for e in snapshot.entities)
-            lines.extend(f"- {r.get('source')} {r.get('type')} {r.get('target')}" for r in snapshot.relations)
-        lines.append("</memory>")
-        return "\n".join(lines)
 
 
 def render_every_snapshot(snapshots: Sequence[Snapshot]) -> str:

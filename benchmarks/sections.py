@@ -50,9 +50,8 @@ def run_isolated(number: int, config: BenchConfig) -> Section:
     try:
         return pool.submit(run_section, number, config).result(timeout=SECTION_TIMEOUT_S)
     except Exception as exc:  # the child died (killed, out of memory) or hung: report, go on
-        section = Section(number, SECTIONS[number][1])
         reason = f"no result after {SECTION_TIMEOUT_S:.0f} s" if isinstance(exc, TimeoutError) else exc
-        section.row("section failed", f"{type(exc).__name__}: {reason}", "runs", False)
+        section = _failed(number, f"{type(exc).__name__}: {reason}")
         section.seconds = time.perf_counter() - started
         return section
     finally:
@@ -61,8 +60,14 @@ def run_isolated(number: int, config: BenchConfig) -> Section:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _failed(number: int, error: str) -> Section:
+    section = Section(number, SECTIONS[number][1])
+    section.row("section failed", error, "runs", False)
+    return section
+
+
 def run_section(number: int, config: BenchConfig) -> Section:
-    module_name, title = SECTIONS[number]
+    module_name = SECTIONS[number][0]
     started = time.perf_counter()
     try:
         module = importlib.import_module(f"benchmarks.{module_name}")
@@ -70,7 +75,6 @@ def run_section(number: int, config: BenchConfig) -> Section:
         section = asyncio.run(runner(config))
     except Exception as exc:  # a broken section is reported, the others still run
         traceback.print_exc()
-        section = Section(number, title)
-        section.row("section failed", f"{type(exc).__name__}: {exc}", "runs", False)
+        section = _failed(number, f"{type(exc).__name__}: {exc}")
     section.seconds = time.perf_counter() - started
     return section

@@ -69,7 +69,6 @@ async def run(config: BenchConfig) -> Section:
         loads: list[float] = []
         folds: list[float] = []
         totals: list[float] = []
-        graph = MemoryGraph(ontology)
         for _ in range(repetitions):
             fresh = SnapshotStore(FileTapeStore(directory))
             start = time.perf_counter()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "NameGenerator",
     "SyntheticTape",
     "make_memory",
+    "make_queries",
     "make_snapshot_stream",
     "make_tape",
     "user_header",
@@ -148,10 +150,6 @@ class SyntheticTape:
     @property
     def turns(self) -> int:
         return len(self.turn_ends)
-
-    @property
-    def tool_rounds(self) -> int:
-        return len(self.model_calls) - len(self.turn_ends)
 
 
 class _TapeWriter:
@@ -367,8 +365,29 @@ class MemoryFixture:
 
     snapshots: list[Snapshot]
     names: list[str]
-    entities: int
-    relations: int
+
+
+def bench_snapshot(
+    tape: str,
+    number: int,
+    entities: Iterable[Entity],
+    relations: Iterable[Relation] = (),
+    *,
+    usage: Usage | None = None,
+) -> Snapshot:
+    """The ``number``-th per-turn snapshot of a synthetic tape (entries ``12 * number + 1`` to ``+ 11``)."""
+    first = 12 * number + 1
+    return Snapshot(
+        tape=tape,
+        first_entry_id=first,
+        last_entry_id=first + 11,
+        prompt=BENCH_PROMPT_REF,
+        model="fake-extractor",
+        mode="tools",
+        usage=usage or Usage(),
+        entities=tuple(entities),
+        relations=tuple(relations),
+    )
 
 
 def make_memory(
@@ -446,25 +465,9 @@ def make_memory(
     for number in range(max(1, -(-n_entities // per_snapshot))):
         chunk = entities[number * per_snapshot : (number + 1) * per_snapshot]
         relations = relations_by_snapshot.get(number, [])
-        snapshots.append(
-            Snapshot(
-                tape=tape,
-                first_entry_id=12 * number + 1,
-                last_entry_id=12 * number + 12,
-                prompt=BENCH_PROMPT_REF,
-                model="fake-extractor",
-                mode="tools",
-                usage=Usage(prompt_tokens=1800, completion_tokens=220, requests=1, attempts=1, latency_s=1.2),
-                entities=tuple(chunk),
-                relations=tuple(relations),
-            )
-        )
-    return MemoryFixture(
-        snapshots=snapshots,
-        names=[e.name for e in entities],
-        entities=len(entities),
-        relations=sum(len(s.relations) for s in snapshots),
-    )
+        usage = Usage(prompt_tokens=1800, completion_tokens=220, requests=1, attempts=1, latency_s=1.2)
+        snapshots.append(bench_snapshot(tape, number, chunk, relations, usage=usage))
+    return MemoryFixture(snapshots=snapshots, names=[e.name for e in entities])
 
 
 def make_snapshot_stream(
@@ -485,20 +488,58 @@ def make_snapshot_stream(
         for relation in picked:
             for key in (relation.source, relation.target):
                 mentioned.setdefault(key, by_key[key])
+        usage = Usage(prompt_tokens=1900, completion_tokens=180, requests=1, attempts=1, latency_s=1.1)
         snapshots.append(
-            Snapshot(
-                tape=tape,
-                first_entry_id=first,
-                last_entry_id=first + 11,
-                prompt=BENCH_PROMPT_REF,
-                model="fake-extractor",
-                mode="tools",
-                usage=Usage(prompt_tokens=1900, completion_tokens=180, requests=1, attempts=1, latency_s=1.1),
-                entities=tuple(
+            bench_snapshot(
+                tape,
+                number,
+                [
                     e.model_copy(update={"evidence": (first + 3,)})
                     for e in list(mentioned.values())[: per_snapshot + 1]
-                ),
-                relations=tuple(r.model_copy(update={"evidence": (first + 3,)}) for r in picked),
+                ],
+                [r.model_copy(update={"evidence": (first + 3,)}) for r in picked],
+                usage=usage,
             )
         )
     return snapshots
+
+
+# -- queries ---------------------------------------------------------------------------------
+
+
+_QUESTIONS = [
+    "What is {a} working on these days?",
+    "Can you remind me where {a} lives and who {b} is?",
+    "Draft a short note to {a} about the review on Friday.",
+    "Did {a} ever meet {b}?",
+]
+_ABSENT = [
+    "Who is {x}? I think they joined last week.",
+    "Schedule a call with {x} and {y} tomorrow.",
+]
+_GENERIC = [
+    "What's the weather like tomorrow?",
+    "Summarise the last three messages, please.",
+    "Thanks, that's all for now!",
+    "Can you list my open tasks?",
+]
+
+
+def make_queries(names: list[str], count: int, seed: int) -> list[str]:
+    """``count`` distinct user prompts with bub's header: half name memory entities, a quarter
+    name people who are not in it, a quarter name nobody."""
+    rng = random.Random(seed)
+    strangers = NameGenerator(random.Random(seed + 1))
+    when = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
+    queries: list[str] = []
+    for index in range(count):
+        when += timedelta(seconds=rng.randint(20, 600))
+        kind = index % 4
+        if kind in (0, 1):
+            text = rng.choice(_QUESTIONS).format(a=rng.choice(names), b=rng.choice(names))
+        elif kind == 2:
+            text = rng.choice(_ABSENT).format(x=strangers.person(), y=strangers.person())
+        else:
+            text = rng.choice(_GENERIC)
+        queries.append(user_header(when) + text)
+    return queries

@@ -153,29 +153,26 @@ type Cadence = Callable[[list[Entry], int], bool]
 """Whether an extraction is due, given the tape's entries and the memory's watermark."""
 
 
-def every_turns(count: int) -> Cadence:
-    """Due once ``count`` user turns followed the watermark."""
-
-    def due(entries: list[Entry], watermark: int) -> bool:
-        turns = sum(
-            1 for e in entries if e.id > watermark and e.kind == "message" and e.payload.get("role") == "user"
-        )
-        return turns >= count
-
-    return due
-
-
-def plugin_cadence(prompt: str) -> tuple[Cadence, str]:
-    """The plugin's own cadence rule with its default settings (environment isolated)."""
+def plugin_cadence(prompt: str, **overrides: str) -> tuple[Cadence, str]:
+    """The plugin's own cadence rule, with its defaults or the given ``BUB_SEMANTIC_MEMORY_*`` settings."""
     from bub.framework import BubFramework
 
     from bub_semantic_memory.plugin import SemanticMemoryPlugin
 
-    with temp_dir("cadence") as root, isolated_env(root / "home", BUB_SEMANTIC_MEMORY_PROMPT=prompt):
+    environment = {"BUB_SEMANTIC_MEMORY_PROMPT": prompt, **overrides}
+    with temp_dir("cadence") as root, isolated_env(root / "home", **environment):
         plugin = SemanticMemoryPlugin(BubFramework(config_file=root / "config.yml"))
         settings = plugin.settings  # read now, inside the isolated environment; cached by the plugin
     described = f"every_turns={settings.every_turns}, min_new_tokens={settings.min_new_tokens}"
     return plugin.extraction_due, described
+
+
+def every_turns(prompt: str, count: int) -> Cadence:
+    """The plugin's cadence rule set to extract after every ``count``-th user turn, whatever the size."""
+    due, _ = plugin_cadence(
+        prompt, BUB_SEMANTIC_MEMORY_EVERY_TURNS=str(count), BUB_SEMANTIC_MEMORY_MIN_NEW_TOKENS="0"
+    )
+    return due
 
 
 async def measure_ours(
@@ -189,7 +186,7 @@ async def measure_ours(
     async with Extractor(
         model="fake-extractor", base_url=server.base_url, api_key="bench", prompt=prompt
     ) as extractor:
-        last = len(tape.turn_ends) - 1
+        last = tape.turns - 1
         for turn, end in enumerate(tape.turn_ends):
             if turn != last and not due(list(tape.entries[:end]), graph.watermark):
                 continue
@@ -227,23 +224,23 @@ def _empty_extraction(request: RecordedRequest) -> Reply:
     return tool_call_reply("Extraction", {"entities": [], "relations": []})
 
 
+def _oracle(tape: SyntheticTape) -> SchemaFollowingOracle:
+    """Answers with the tape's own facts, shaped to each request's schema."""
+    return SchemaFollowingOracle(OracleResponder(entities=tape.entities, relations=tape.relations))
+
+
 async def compare(
-    tape: SyntheticTape,
-    prompt: PromptTemplate,
-    server: FakeOpenAIServer,
-    oracle: OracleResponder,
-    due: Cadence,
+    tape: SyntheticTape, prompt: PromptTemplate, server: FakeOpenAIServer, due: Cadence
 ) -> Comparison:
     """Both designs over one tape with one prompt."""
-    oracle.entities, oracle.relations = tape.entities, tape.relations
-    server.responder = SchemaFollowingOracle(oracle)
+    server.responder = _oracle(tape)
     ours = await measure_ours(tape, prompt, server, due)
     # The published design's answers do not change what it sends: skip the oracle's work.
     server.responder = _empty_extraction
     published = await measure_published(tape, prompt, server)
     async with Extractor(model="fake-extractor", base_url=server.base_url, prompt=prompt) as probe:
         cap = per_call_cap(prompt, tape, probe)
-    return Comparison(len(tape.turn_ends), len(tape.entries), tape_tokens(tape), cap, ours, published)
+    return Comparison(tape.turns, len(tape.entries), tape_tokens(tape), cap, ours, published)
 
 
 async def run(config: BenchConfig) -> Section:
@@ -302,11 +299,10 @@ async def run(config: BenchConfig) -> Section:
             "published / ours",
         ],
     )
-    oracle = OracleResponder()
     with FakeOpenAIServer() as server:
         for turns in sizes:
             tape = make_tape(turns)
-            result = await compare(tape, prompt, server, oracle, due)
+            result = await compare(tape, prompt, server, due)
             ours, published = result.ours, result.published
             table.rows.append(
                 [
@@ -357,17 +353,17 @@ async def run(config: BenchConfig) -> Section:
             if turns == side_size:
                 cadences: list[tuple[str, Cadence | None]] = [
                     (f"the plugin's default ({cadence_text})", None),
-                    ("after every turn", every_turns(1)),
+                    ("after every turn", every_turns(config.prompt, 1)),
                 ]
                 if not config.quick:
                     cadences += [
-                        ("after every 3rd turn", every_turns(3)),
-                        ("after every 5th turn", every_turns(5)),
+                        ("after every 3rd turn", every_turns(config.prompt, 3)),
+                        ("after every 5th turn", every_turns(config.prompt, 5)),
                     ]
                 for label, rule in cadences:
                     tally = ours
                     if rule is not None:
-                        server.responder = SchemaFollowingOracle(oracle)
+                        server.responder = _oracle(tape)
                         tally = await measure_ours(tape, prompt, server, rule)
                     cadence.rows.append(
                         [
@@ -382,9 +378,7 @@ async def run(config: BenchConfig) -> Section:
                 for ref in others:
                     other = library.load(ref)
                     compared = (
-                        result
-                        if str(other) == str(prompt)
-                        else await compare(tape, other, server, oracle, due)
+                        result if str(other) == str(prompt) else await compare(tape, other, server, due)
                     )
                     versions.rows.append(
                         [
