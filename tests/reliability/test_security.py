@@ -19,7 +19,7 @@ from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Entity, PromptRef, Snapshot, normalize_name
+from bub_semantic_memory.models import Entity, Snapshot, normalize_name
 from bub_semantic_memory.redact import Redactor
 from bub_semantic_memory.schema import candidate_names
 from bub_semantic_memory.store import (
@@ -39,7 +39,7 @@ from bub_semantic_memory.testing import (
     tool_call_reply,
 )
 from bub_semantic_memory.transcript import Entry
-from tests.conftest import REPO
+from tests.conftest import REPO, make_snapshot
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes
 from tests.reliability._support import FAST, PROMPT, fact_tape, person
@@ -426,15 +426,7 @@ TAPE = "0123456789abcdef__fedcba9876543210"
 
 
 def tiny(tape: str, index: int = 1) -> Snapshot:
-    return Snapshot(
-        tape=tape,
-        first_entry_id=index,
-        last_entry_id=index,
-        prompt=PromptRef(name="extract", version=1, sha256="0" * 64),
-        model="m",
-        mode="tools",
-        entities=(Entity.create("Alice Chen", "person"),),
-    )
+    return make_snapshot([Entity.create("Alice Chen", "person")], tape=tape, first=index, last=index)
 
 
 async def test_memory_files_are_user_only_whatever_the_umask(tmp_path: Path, outcomes: Outcomes) -> None:
