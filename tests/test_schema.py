@@ -123,3 +123,32 @@ def test_the_relations_step_only_offers_relations_the_ontology_allows(ontology: 
     assert values(variants["works_for"]["properties"]["target"]) == ["Globex"]
     assert "reports_to" not in variants  # needs two people
     assert build_relations_model(ontology, {"Lisbon": "location"}) is None
+
+
+def test_an_alias_shared_by_two_entities_is_re_asked(ontology: Ontology) -> None:
+    model = build_response_model(ontology)
+    data = {
+        "entities": [
+            {"name": "Maya Lin", "type": "person", "aliases": ["Maya"]},
+            {"name": "Globex", "type": "organization", "aliases": ["Maya"]},
+        ],
+        "relations": [],
+    }
+    with pytest.raises(ValidationError, match="alias 'Maya' is also an alias of 'Maya Lin'"):
+        model.model_validate(data, context={"scope": scope(ontology)})
+
+
+def test_an_alias_that_is_another_entitys_name_is_re_asked(ontology: Ontology) -> None:
+    model = build_response_model(ontology)
+    alias_after = {
+        "entities": [
+            {"name": "Globex", "type": "organization"},
+            {"name": "Maya Lin", "type": "person", "aliases": ["Globex"]},
+        ],
+        "relations": [],
+    }
+    with pytest.raises(ValidationError, match="alias 'Globex' is the name of entity 'Globex'"):
+        model.model_validate(alias_after, context={"scope": scope(ontology)})
+    name_after = {"entities": list(reversed(alias_after["entities"])), "relations": []}
+    with pytest.raises(ValidationError, match="entity 'Globex' is also listed as an alias of 'Maya Lin'"):
+        model.model_validate(name_after, context={"scope": scope(ontology)})

@@ -201,6 +201,8 @@ class _Resolver:
         self.problems: list[str] = []
         self.keys: dict[str, Entity] = {}
         self.names: dict[str, str] = {}
+        self.display_names: dict[str, str] = {}  # folded display name -> key
+        self.alias_owners: dict[str, str] = {}  # folded alias -> key
         self.relation_keys: set[tuple[str, str, str]] = set()
 
     def _check_evidence(self, what: str, evidence: list[int]) -> list[int]:
@@ -248,10 +250,42 @@ class _Resolver:
             },
             evidence=evidence,
         ).model_copy(update={"key": key})
+        if not self._names_are_unique(entity, label):
+            return None
         self.keys[key] = entity
         for n in names:
             self.names.setdefault(normalize_name(n), key)
         return entity
+
+    def _names_are_unique(self, entity: Entity, label: str) -> bool:
+        """An alias names one entity only: it cannot be shared, nor be another entity's name."""
+        problems = len(self.problems)
+        display = normalize_name(entity.name)
+        if display in self.alias_owners:
+            owner = self.keys[self.alias_owners[display]].name
+            self.problems.append(
+                f"{label} is also listed as an alias of {owner!r}; one name, one entity: "
+                "merge them or drop the alias"
+            )
+        for alias in entity.aliases:
+            folded = normalize_name(alias)
+            if folded in self.display_names:
+                other = self.keys[self.display_names[folded]].name
+                self.problems.append(
+                    f"{label}: alias {alias!r} is the name of entity {other!r}; "
+                    "an alias must be another name of the same entity"
+                )
+            elif folded in self.alias_owners:
+                other = self.keys[self.alias_owners[folded]].name
+                self.problems.append(
+                    f"{label}: alias {alias!r} is also an alias of {other!r}; give each alias to one entity"
+                )
+        if len(self.problems) > problems:
+            return False
+        self.display_names.setdefault(display, entity.key)
+        for alias in entity.aliases:
+            self.alias_owners.setdefault(normalize_name(alias), entity.key)
+        return True
 
     def _endpoint(self, reference: str, role: str, label: str) -> tuple[str, str] | None:
         reference = reference.strip()

@@ -200,7 +200,8 @@ def test_summary_table_columns_and_rows() -> None:
     assert row_cells(text, "Entity P") == ["Entity P", "0.667", "1.000", "+0.333"]
     assert row_cells(text, "First-try valid") == ["First-try valid", "50.0%", "100.0%", "+50.0 pp"]
     assert row_cells(text, "Mean attempts") == ["Mean attempts", "1.50", "1.00", "-0.50"]
-    assert row_cells(text, "Prompt tokens") == ["Prompt tokens", "12,345", "12,345", ""]
+    # One of the two fixtures came from the cache: the token counts say so.
+    assert row_cells(text, "Prompt tokens") == ["Prompt tokens", "12,345 (1/2 from cache)", "12,345 (1/2 from cache)", ""]
     assert row_cells(text, "Failed fixtures") == ["Failed fixtures", "1", "0", ""]
 
 
@@ -273,7 +274,8 @@ def test_markdown_comparisons_and_types() -> None:
         "| +0.357 \\[-0.100, +0.600\\] | no significant difference |"
     ) in md
     assert "## Entity types" in md
-    assert "| org | 0.000 | 1.000 | 0.000 | 0 | 0.000 | 1.000 | 0.000 | 0 |" in md
+    # No gold org: recall is undefined, shown as "–".
+    assert "| org | 0.000 | – | 0.000 | 0 | 0.000 | – | 0.000 | 0 |" in md
     assert "| works\\_on | 1.000 | 0.333 | 0.500 | 3 | 0.750 | 1.000 | 0.857 | 3 |" in md
 
 
@@ -286,7 +288,9 @@ def test_markdown_per_fixture_bullets_and_errors() -> None:
     assert "- Missed relations:\n  - `Alice -works_on-> Apollo`" in baseline
     assert "- Spurious relations:\n  - `Alice -knows-> Bob`" in candidate
     assert "Failed fixtures:" not in candidate
-    assert "`beta`" not in candidate  # perfect and ok: not listed
+    # Perfect and ok: listed on one line, with no section of its own.
+    assert "- `beta`: entity F1 1.000, relation F1 1.000\n" in candidate
+    assert "#### `beta`" not in candidate
 
 
 def test_markdown_escapes_untrusted_text() -> None:
@@ -348,9 +352,9 @@ def test_markdown_snapshot() -> None:
 | Entity R | 1.000 |
 | Entity F1 | 0.667 |
 | Entity F1 (untyped) | 0.667 |
-| Relation P | 1.000 |
-| Relation R | 1.000 |
-| Relation F1 | 1.000 |
+| Relation P | – |
+| Relation R | – |
+| Relation F1 | – |
 | First-try valid | 100.0% |
 | Success rate | 100.0% |
 | Mean attempts | 1.00 |
@@ -382,7 +386,7 @@ None.
 
 #### `f1`
 
-Entities P 0.500 · R 1.000 · F1 0.667; relations P 1.000 · R 1.000 · F1 1.000
+Entities P 0.500 · R 1.000 · F1 0.667; relations P – · R – · F1 –
 
 - Spurious entities:
   - `person:Eve`

@@ -59,19 +59,21 @@ PREDICTION = Prediction(
 )
 
 
-def test_prf_conventions() -> None:
+def test_prf_with_a_zero_denominator_is_undefined_not_perfect() -> None:
     assert PRF(tp=0, predicted=0, gold=0).model_dump() == {
         "tp": 0,
         "predicted": 0,
         "gold": 0,
-        "precision": 1.0,
-        "recall": 1.0,
-        "f1": 1.0,
+        "precision": None,
+        "recall": None,
+        "f1": None,
     }
     empty_gold = PRF(tp=0, predicted=2, gold=0)
-    assert (empty_gold.precision, empty_gold.recall, empty_gold.f1) == (0.0, 1.0, 0.0)
+    assert (empty_gold.precision, empty_gold.recall, empty_gold.f1) == (0.0, None, 0.0)
     nothing_found = PRF(tp=0, predicted=0, gold=3)
-    assert (nothing_found.precision, nothing_found.recall, nothing_found.f1) == (1.0, 0.0, 0.0)
+    assert (nothing_found.precision, nothing_found.recall, nothing_found.f1) == (None, 0.0, 0.0)
+    # F1 = 2tp / (predicted + gold): the harmonic mean of P and R wherever both exist.
+    assert PRF(tp=2, predicted=3, gold=5).f1 == approx(2 * (2 / 3) * (2 / 5) / (2 / 3 + 2 / 5))
     assert PRF(tp=1, predicted=2, gold=3) + PRF(tp=2, predicted=2, gold=2) == PRF(tp=3, predicted=4, gold=5)
     with pytest.raises(ValidationError):
         PRF(tp=2, predicted=1, gold=5)
@@ -165,12 +167,14 @@ def test_duplicate_relations_count_once() -> None:
 
 
 def test_alignment_is_maximum_and_prefers_primary_names() -> None:
-    gold = Gold(entities=[ent("Sam", "person"), ent("Samuel Lee", "person")])
-    # A greedy primary-name pass would pair "Samuel Lee" with "Samuel Lee" and leave "Sammy" out.
+    gold = Gold(entities=[ent("Sam", "person", "Samuel Lee"), ent("Samuel Lee", "person")])
+    # A greedy primary-name pass would pair "Samuel Lee" with "Samuel Lee" and leave "Samuel"
+    # out; "Samuel" may match "Samuel Lee" through its alias because its name is compatible.
     prediction = Prediction(
-        fixture="x", entities=[ent("Samuel Lee", "person", "Sam"), ent("Sammy", "person", "Samuel Lee")]
+        fixture="x", entities=[ent("Samuel Lee", "person"), ent("Samuel", "person", "Samuel Lee")]
     )
     assert score_fixture(gold, prediction).entities.tp == 2
+    gold = Gold(entities=[ent("Sam", "person"), ent("Samuel Lee", "person")])
     # With one prediction matching both, the primary-name match is chosen.
     only = Prediction(fixture="x", entities=[ent("Sam", "person", "Samuel Lee")])
     assert score_fixture(gold, only).missed_entities == ["person:Samuel Lee"]
@@ -179,12 +183,12 @@ def test_alignment_is_maximum_and_prefers_primary_names() -> None:
 def test_empty_gold() -> None:
     empty = score_fixture(Gold(), Prediction(fixture="x"))
     for prf in (empty.entities, empty.entities_untyped, empty.relations):
-        assert (prf.precision, prf.recall, prf.f1) == (1.0, 1.0, 1.0)
+        assert (prf.precision, prf.recall, prf.f1) == (None, None, None)
     spurious = score_fixture(
         Gold(), Prediction(fixture="x", entities=[ent("A", "person"), ent("B", "person")])
     )
-    assert (spurious.entities.precision, spurious.entities.recall, spurious.entities.f1) == (0.0, 1.0, 0.0)
-    assert spurious.relations.f1 == 1.0
+    assert (spurious.entities.precision, spurious.entities.recall, spurious.entities.f1) == (0.0, None, 0.0)
+    assert spurious.relations.f1 is None
 
 
 def test_gold_against_itself_scores_one_on_every_generated_fixture() -> None:
@@ -202,7 +206,9 @@ def test_gold_against_itself_scores_one_on_every_generated_fixture() -> None:
         prfs += [*fixture.per_entity_type.values(), *fixture.per_relation_type.values()]
         assert not (fixture.missed_entities or fixture.spurious_entities)
         assert not (fixture.missed_relations or fixture.spurious_relations)
-    assert all((p.precision, p.recall, p.f1) == (1.0, 1.0, 1.0) for p in prfs)
+    # A fixture without relations has them undefined; every defined score is perfect.
+    assert all((p.precision, p.recall, p.f1) in {(1.0, 1.0, 1.0), (None, None, None)} for p in prfs)
+    assert (result.relations.precision, result.relations.recall, result.relations.f1) == (1.0, 1.0, 1.0)
     assert result.entities.gold == sum(len(f.gold.entities) for f in fixtures)
     assert result.relations.gold == sum(len(f.gold.relations) for f in fixtures)
 

@@ -38,6 +38,8 @@ def check_gate(baseline: PromptRun | None, candidate: PromptRun, *, tolerance: f
         ("success rate", baseline.metrics.success_rate, candidate.metrics.success_rate),
     ]
     for label, before, after in checks:
+        if before is None or after is None:
+            continue  # undefined (no gold and no prediction at all): nothing to compare
         if after < before - tolerance:
             reasons.append(
                 f"{label} dropped from {before:.3f} ({baseline.prompt}) to {after:.3f} ({candidate.prompt}), "
@@ -55,14 +57,18 @@ class GateOutcome:
 
 
 def _scores(run: PromptRun) -> dict[str, float]:
+    """The run's headline scores for the promotion record; undefined ones are left out."""
     metrics = run.metrics
-    return {
-        "entity_precision": round(metrics.entities.precision, 4),
-        "entity_recall": round(metrics.entities.recall, 4),
-        "entity_f1": round(metrics.entities.f1, 4),
-        "relation_precision": round(metrics.relations.precision, 4),
-        "relation_recall": round(metrics.relations.recall, 4),
-        "relation_f1": round(metrics.relations.f1, 4),
+    ratios = {
+        "entity_precision": metrics.entities.precision,
+        "entity_recall": metrics.entities.recall,
+        "entity_f1": metrics.entities.f1,
+        "relation_precision": metrics.relations.precision,
+        "relation_recall": metrics.relations.recall,
+        "relation_f1": metrics.relations.f1,
+    }
+    scores = {name: round(value, 4) for name, value in ratios.items() if value is not None}
+    return scores | {
         "schema_valid_first_try": metrics.schema_valid_first_try,
         "success_rate": metrics.success_rate,
         "fixtures": float(metrics.fixtures),

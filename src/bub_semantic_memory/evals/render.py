@@ -20,6 +20,11 @@ Summary deltas are ``run - first run``. Scores (P/R/F1) have 3 decimals; rates a
 percentages with deltas in percentage points. The two F1 deltas also carry the 95%
 paired-bootstrap interval of the matching :class:`~bub_semantic_memory.evals.report.Comparison`.
 A comparison is "better" when its interval lies above 0, "worse" when below 0.
+
+An undefined score (``None``: nothing predicted, or no gold; see :mod:`.scoring`) is shown
+as "–", never coloured, and has no delta. Latency is measured only on fixtures extracted
+in this run: a fully cached run shows "from cache" instead, and token counts that come
+from the cache say so.
 """
 
 from __future__ import annotations
@@ -54,8 +59,12 @@ _NO_DIFFERENCE = "no significant difference"
 # --------------------------------------------------------------------------- formatting
 
 
-def _score(value: float) -> str:
-    return f"{value:.3f}"
+UNDEFINED = "–"
+"""How an undefined score (or a delta involving one) is shown."""
+
+
+def _score(value: float | None) -> str:
+    return UNDEFINED if value is None else f"{value:.3f}"
 
 
 def _signed(value: float, digits: int = 3) -> str:
@@ -90,11 +99,15 @@ def _run_label(run: PromptRun) -> str:
     return f"{run.prompt} ({run.model})"
 
 
-def _with_ci(delta: float, ci: tuple[float, float]) -> str:
+def _with_ci(delta: float | None, ci: tuple[float, float] | None) -> str:
+    if delta is None or ci is None:
+        return UNDEFINED
     return f"{_signed(delta)} [{_signed(ci[0])}, {_signed(ci[1])}]"
 
 
-def _verdict(ci: tuple[float, float]) -> tuple[str, Tone]:
+def _verdict(ci: tuple[float, float] | None) -> tuple[str, Tone]:
+    if ci is None:
+        return "undefined", ""
     low, high = ci
     if low > 0:
         return "better", "good"
@@ -151,11 +164,24 @@ class _Grid:
 @dataclass(frozen=True)
 class _SummaryRow:
     label: str
-    value: Callable[[Metrics], float]
+    value: Callable[[Metrics], float | None]
     fmt: Callable[[float], str]
     delta_fmt: Callable[[float], str] | None = None  # None: no delta cell
     higher_is_better: bool = True
     ci: Literal["entity", "relation"] | None = None
+    cache_note: Literal["", "tokens", "latency"] = ""  # say what comes from the cache, not this run
+
+    def cell(self, metrics: Metrics) -> str:
+        value = self.value(metrics)
+        cached, total = metrics.cached_fixtures, metrics.fixtures
+        if value is None:
+            return "from cache" if self.cache_note and cached and cached == total else UNDEFINED
+        text = self.fmt(value)
+        if not self.cache_note or not cached:
+            return text
+        if self.cache_note == "latency":  # cached fixtures are left out of latencies
+            return f"{text} ({cached} cached excluded)"
+        return f"{text} (from cache)" if cached == total else f"{text} ({cached}/{total} from cache)"
 
 
 def _scores(
@@ -181,12 +207,12 @@ _SUMMARY_ROWS: tuple[_SummaryRow, ...] = (
         _signed_two_decimals,
         higher_is_better=False,
     ),
-    _SummaryRow("Prompt tokens", lambda m: m.prompt_tokens, _count),
-    _SummaryRow("Completion tokens", lambda m: m.completion_tokens, _count),
+    _SummaryRow("Prompt tokens", lambda m: m.prompt_tokens, _count, cache_note="tokens"),
+    _SummaryRow("Completion tokens", lambda m: m.completion_tokens, _count, cache_note="tokens"),
     _SummaryRow("Requests made", lambda m: m.requests_made, _count),
     _SummaryRow("Cached fixtures", lambda m: m.cached_fixtures, _count),
-    _SummaryRow("Latency p50 (s)", lambda m: m.latency_p50_s, _two_decimals),
-    _SummaryRow("Latency p95 (s)", lambda m: m.latency_p95_s, _two_decimals),
+    _SummaryRow("Latency p50 (s)", lambda m: m.latency_p50_s, _two_decimals, cache_note="latency"),
+    _SummaryRow("Latency p95 (s)", lambda m: m.latency_p95_s, _two_decimals, cache_note="latency"),
     _SummaryRow("Failed fixtures", lambda m: m.failed_fixtures, _count),
 )
 
@@ -203,17 +229,20 @@ def _comparison_for(report: Report, run: PromptRun) -> Comparison | None:
     return next((c for c in candidates if c.baseline == first), candidates[0])
 
 
-def _delta_cell(spec: _SummaryRow, delta: float, comparison: Comparison | None) -> _Cell:
+def _delta_cell(spec: _SummaryRow, delta: float | None, comparison: Comparison | None) -> _Cell:
     if spec.delta_fmt is None:
         return _Cell("")
+    if delta is None:
+        return _Cell(UNDEFINED)
     text = spec.delta_fmt(delta)
     tone: Tone = ""
     if round(delta, 6) != 0:
         tone = "good" if (delta > 0) == spec.higher_is_better else "bad"
     if spec.ci is not None and comparison is not None:
         ci = comparison.entity_f1_ci95 if spec.ci == "entity" else comparison.relation_f1_ci95
-        text = f"{text} [{_signed(ci[0])}, {_signed(ci[1])}]"
-        tone = _verdict(ci)[1]
+        if ci is not None:
+            text = f"{text} [{_signed(ci[0])}, {_signed(ci[1])}]"
+            tone = _verdict(ci)[1]
     return _Cell(text, tone)
 
 
@@ -228,11 +257,13 @@ def _summary_grid(report: Report) -> _Grid:
     rows: list[_Row] = []
     for spec in _SUMMARY_ROWS:
         cells: list[_Cell] = []
+        first = spec.value(runs[0].metrics)
         for index, run in enumerate(runs):
             value = spec.value(run.metrics)
-            cells.append(_Cell(spec.fmt(value)))
+            cells.append(_Cell(spec.cell(run.metrics)))
             if index:
-                cells.append(_delta_cell(spec, value - spec.value(runs[0].metrics), comparisons[index]))
+                delta = None if value is None or first is None else value - first
+                cells.append(_delta_cell(spec, delta, comparisons[index]))
         rows.append(_Row(spec.label, tuple(cells)))
     return _Grid(tuple(columns), tuple(rows))
 
@@ -282,7 +313,7 @@ def _fixture_grid(run: PromptRun, limit: int | None) -> _Grid:
     return _Grid(columns, tuple(rows))
 
 
-def _prf_values(prf: PRF) -> tuple[float, float, float]:
+def _prf_values(prf: PRF) -> tuple[float | None, float | None, float | None]:
     return prf.precision, prf.recall, prf.f1
 
 
@@ -407,21 +438,26 @@ def _diff_lists(result: FixtureResult) -> Iterator[tuple[str, str, list[str]]]:
 
 
 def _md_run_fixtures(run: PromptRun) -> list[str]:
+    """Every fixture of ``run``: one line for a clean one, the missed and spurious items otherwise."""
     lines = [f"### {_md(_run_label(run))}", ""]
     failed = [r for r in run.fixtures if not r.ok]
-    diffs = [r for r in run.fixtures if _has_diff(r)]
-    if not failed and not diffs:
-        return [*lines, "No failed fixtures, no missed or spurious items.", ""]
     if failed:
         lines += ["Failed fixtures:", ""]
         lines += [f"- {_md_code(r.fixture)}: {_md(_error_text(r))}" for r in failed]
         lines.append("")
-    for result in diffs:
+    clean = [r for r in run.fixtures if r.ok and not _has_diff(r)]
+    if clean:
+        lines += ["Fixtures with nothing missed and nothing spurious:", ""]
+        lines += [f"- {_md_code(r.fixture)}: {_md_scores(r)}{_md_cached(r)}" for r in clean]
+        lines.append("")
+    for result in run.fixtures:
+        if result.ok and not _has_diff(result):
+            continue
         marker = " (failed)" if not result.ok else ""
         lines += [
             f"#### {_md_code(result.fixture)}{marker}",
             "",
-            f"Entities {_md_prf(result.entities)}; relations {_md_prf(result.relations)}",
+            f"Entities {_md_prf(result.entities)}; relations {_md_prf(result.relations)}{_md_cached(result)}",
             "",
         ]
         for title, _, items in _diff_lists(result):
@@ -431,14 +467,23 @@ def _md_run_fixtures(run: PromptRun) -> list[str]:
     return lines
 
 
+def _md_scores(result: FixtureResult) -> str:
+    return f"entity F1 {_score(result.entities.f1)}, relation F1 {_score(result.relations.f1)}"
+
+
+def _md_cached(result: FixtureResult) -> str:
+    return " (from cache)" if result.cached else ""
+
+
 def to_markdown(report: Report) -> str:
     """A complete ``report.md``: header facts, summary, comparisons, per-type and per-fixture sections.
 
     The output depends only on the report (deterministic): the summary table has the
     same rows and columns as :func:`summary_table`; comparisons carry their 95%
     intervals and verdicts; per-type tables give P/R/F1 and the gold count per run; the
-    per-fixture section lists, for each run, the failed fixtures with their errors and
-    the missed and spurious entities and relations of every imperfect fixture.
+    per-fixture section lists, for each run, every fixture: the failed ones with their
+    errors, the clean ones on one line each, and the missed and spurious entities and
+    relations of every other fixture.
     """
     lines = [
         "# Eval report",

@@ -9,12 +9,15 @@ can be compared later without re-running anything.
 Comparisons use a paired bootstrap over fixtures: resample fixture ids with
 replacement, recompute both runs' micro F1 on the same resample, and take the 2.5th
 and 97.5th percentiles of the difference (fixed seed, so reports are reproducible).
+An F1 can be undefined (see :mod:`.scoring`): when either run's F1 over all shared
+fixtures is undefined there is no delta and no interval (``None``); otherwise resamples
+in which either run's F1 is undefined (every drawn fixture has empty gold and an empty
+prediction) are left out of the interval.
 """
 
 from __future__ import annotations
 
 import random
-import statistics
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +42,8 @@ __all__ = [
     "percentile",
 ]
 
-REPORT_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2
+"""2: precision, recall, F1 and comparison deltas may be null (undefined)."""
 DEFAULT_RESAMPLES = 2000
 
 
@@ -90,8 +94,10 @@ class Metrics(BaseModel):
         default=0, description="HTTP requests made by this run (0 for a cached re-run)."
     )
     cached_fixtures: int = 0
-    latency_p50_s: float = 0.0
-    latency_p95_s: float = 0.0
+    latency_p50_s: float | None = Field(
+        default=None, description="Median call latency of fixtures extracted in this run (None: all cached)."
+    )
+    latency_p95_s: float | None = None
 
 
 class PromptRun(BaseModel):
@@ -113,10 +119,10 @@ class Comparison(BaseModel):
     baseline: str
     candidate: str
     fixtures_compared: int
-    entity_f1_delta: float
-    entity_f1_ci95: tuple[float, float]
-    relation_f1_delta: float
-    relation_f1_ci95: tuple[float, float]
+    entity_f1_delta: float | None
+    entity_f1_ci95: tuple[float, float] | None
+    relation_f1_delta: float | None
+    relation_f1_ci95: tuple[float, float] | None
     resamples: int
 
 
@@ -167,11 +173,16 @@ def _counts(
     return [(getattr(r, field).tp, getattr(r, field).predicted, getattr(r, field).gold) for r in results]
 
 
-def _micro_f1(counts: Sequence[tuple[int, int, int]]) -> float:
+def _micro_f1(counts: Sequence[tuple[int, int, int]]) -> float | None:
     tp = sum(c[0] for c in counts)
     predicted = sum(c[1] for c in counts)
     gold = sum(c[2] for c in counts)
-    return float(PRF(tp=tp, predicted=predicted, gold=gold).f1)
+    return PRF(tp=tp, predicted=predicted, gold=gold).f1
+
+
+def _f1_delta(cand: Sequence[tuple[int, int, int]], base: Sequence[tuple[int, int, int]]) -> float | None:
+    after, before = _micro_f1(cand), _micro_f1(base)
+    return None if after is None or before is None else after - before
 
 
 def paired_bootstrap(
@@ -181,13 +192,17 @@ def paired_bootstrap(
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
-) -> tuple[float, tuple[float, float]]:
+) -> tuple[float | None, tuple[float, float] | None]:
     """Micro-F1 difference (candidate - baseline) and its 95% paired-bootstrap interval.
 
-    Both sequences must be aligned: the same fixture at the same index.
+    Both sequences must be aligned: the same fixture at the same index. The delta and the
+    interval are None when either run's F1 is undefined; resamples with an undefined F1
+    are skipped (see the module docstring).
     """
     base, cand = _counts(baseline, field), _counts(candidate, field)
-    delta = _micro_f1(cand) - _micro_f1(base)
+    delta = _f1_delta(cand, base)
+    if delta is None:
+        return None, None
     if not base:
         return delta, (delta, delta)
     rng = random.Random(seed)
@@ -195,7 +210,9 @@ def paired_bootstrap(
     deltas = []
     for _ in range(resamples):
         sample = rng.choices(indices, k=len(base))
-        deltas.append(_micro_f1([cand[i] for i in sample]) - _micro_f1([base[i] for i in sample]))
+        resampled = _f1_delta([cand[i] for i in sample], [base[i] for i in sample])
+        if resampled is not None:
+            deltas.append(resampled)
     return delta, (round(percentile(deltas, 0.025), 6), round(percentile(deltas, 0.975), 6))
 
 
@@ -213,14 +230,13 @@ def compare_runs(
         baseline=f"{baseline.prompt} ({baseline.model})",
         candidate=f"{candidate.prompt} ({candidate.model})",
         fixtures_compared=len(pairs),
-        entity_f1_delta=round(entity_delta, 6),
+        entity_f1_delta=_rounded(entity_delta),
         entity_f1_ci95=entity_ci,
-        relation_f1_delta=round(relation_delta, 6),
+        relation_f1_delta=_rounded(relation_delta),
         relation_f1_ci95=relation_ci,
         resamples=resamples,
     )
 
 
-def median(values: Sequence[float]) -> float:
-    """Median, 0.0 for no values."""
-    return float(statistics.median(values)) if values else 0.0
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)

@@ -202,7 +202,8 @@ def _metrics(results: Sequence[FixtureResult], scores: Sequence[FixtureScore]) -
     dataset = aggregate(scores)
     calls = sum(r.calls for r in results)
     attempts = sum(r.usage.attempts for r in results)
-    latencies = [latency for r in results for latency in r.call_latencies_s]
+    # Cached fixtures carry the original run's latencies: not a measurement of this run.
+    latencies = [latency for r in results if not r.cached for latency in r.call_latencies_s]
     return Metrics(
         fixtures=len(results),
         failed_fixtures=sum(1 for r in results if not r.ok),
@@ -221,8 +222,8 @@ def _metrics(results: Sequence[FixtureResult], scores: Sequence[FixtureScore]) -
         completion_tokens=sum(r.usage.completion_tokens for r in results),
         requests_made=sum(r.requests_made for r in results),
         cached_fixtures=sum(1 for r in results if r.cached),
-        latency_p50_s=round(percentile(latencies, 0.5), 3),
-        latency_p95_s=round(percentile(latencies, 0.95), 3),
+        latency_p50_s=round(percentile(latencies, 0.5), 3) if latencies else None,
+        latency_p95_s=round(percentile(latencies, 0.95), 3) if latencies else None,
     )
 
 

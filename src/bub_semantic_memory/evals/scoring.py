@@ -1,32 +1,42 @@
 """Scoring predictions against gold: one-to-one alignment, then precision, recall and F1.
 
-Entities. A predicted and a gold entity are candidates when their name sets (name
-plus aliases, each through :func:`~bub_semantic_memory.models.normalize_name`, so
-case, punctuation and a leading article do not matter) intersect. The type-aware
-score also requires equal types; the untyped score ignores types. The alignment is a
-maximum one-to-one matching (a min-cost max-flow over the candidate pairs): as many
-pairs as possible, and among those, as many primary-name matches (instead of
-alias-only matches) as possible. Two predictions of one gold entity therefore count
-once: one true positive and one spurious prediction.
+Entities. A predicted entity is a candidate for a gold entity when its *name* (through
+:func:`~bub_semantic_memory.models.normalize_name`, so case, punctuation and a leading
+article do not matter) is the gold entity's name or one of its aliases. A predicted
+*alias* can only help a prediction whose own name is compatible with the gold entity
+(its words are contained in one of the gold names, or contain one: "Hugo" or
+"Dr. Lambert" for "Hugo Lambert"); it never earns credit for a prediction whose name is
+another entity altogether ("Eve Hacker" with the alias "Hugo Lambert" is spurious, and
+Hugo Lambert is missed). The type-aware score also requires equal types (after
+:attr:`ScoringConfig.entity_types` maps gold labels to ontology types); the untyped score
+ignores types. The alignment is a maximum one-to-one matching (a min-cost max-flow over
+the candidate pairs): as many pairs as possible, and among those, as many primary-name
+matches as possible. Two predictions of one gold entity count once (one true positive,
+one spurious), and one prediction that merges several gold entities counts once (one
+true positive, the others missed).
 
 Relations. A relation's endpoints are entity names. A predicted endpoint resolves to
 the predicted entities with that name (or, failing that, alias), then through the
 type-aware entity alignment to gold entities; a gold endpoint resolves to gold
-entities the same way. A predicted relation matches a gold relation when both
-endpoints land on the gold endpoints and the types are equal after
-:attr:`ScoringConfig.relation_synonyms` maps both sides to a canonical type.
+entities the same way. A gold endpoint that names no gold entity (a *dangling*
+endpoint, common in datasets that annotate relations to things they do not list as
+entities) is matched by its normalised name instead. A predicted relation matches a
+gold relation when both endpoints land on the gold endpoints and the types are equal
+after :attr:`ScoringConfig.relation_synonyms` maps both sides to a canonical type.
 Symmetric types (:attr:`ScoringConfig.symmetric_relations`, checked on the canonical
 type) also match reversed. Relation matching is one-to-one too.
 
-Conventions for :class:`PRF`:
+Undefined metrics. :class:`PRF` takes the usual ratios, and a ratio whose denominator
+is 0 is *undefined* (``None``), never a perfect score:
 
-* precision = tp / predicted, or 1.0 when nothing was predicted;
-* recall = tp / gold, or 1.0 when the gold is empty;
-* f1 = harmonic mean of precision and recall, or 0.0 when both are 0.
+* precision = tp / predicted, undefined when nothing was predicted;
+* recall = tp / gold, undefined when the gold is empty;
+* f1 = 2 tp / (predicted + gold) (the harmonic mean of P and R where both exist),
+  undefined only when both are empty. A run that predicts nothing against a non-empty
+  gold has precision undefined, recall 0 and F1 0.
 
-So an empty gold scored against an empty prediction is 1.0 everywhere, and an empty
-gold against two predictions is precision 0, recall 1, F1 0. Dataset scores are
-micro-averaged: counts are summed over fixtures, then the ratios are taken.
+Dataset scores are micro-averaged: counts are summed over fixtures, then the ratios are
+taken, so a dataset metric is undefined only when every fixture's is.
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -60,7 +70,7 @@ __all__ = [
 class PRF(BaseModel):
     """True positives, predicted and gold counts, with precision, recall and F1 derived from them.
 
-    See the module docstring for the empty-set conventions. ``PRF + PRF`` sums the
+    See the module docstring for when a ratio is undefined (None). ``PRF + PRF`` sums the
     counts (micro-averaging).
     """
 
@@ -78,22 +88,22 @@ class PRF(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def precision(self) -> float:
-        """tp / predicted; 1.0 when nothing was predicted."""
-        return self.tp / self.predicted if self.predicted else 1.0
+    def precision(self) -> float | None:
+        """tp / predicted; None (undefined) when nothing was predicted."""
+        return self.tp / self.predicted if self.predicted else None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def recall(self) -> float:
-        """tp / gold; 1.0 when the gold is empty."""
-        return self.tp / self.gold if self.gold else 1.0
+    def recall(self) -> float | None:
+        """tp / gold; None (undefined) when the gold is empty."""
+        return self.tp / self.gold if self.gold else None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def f1(self) -> float:
-        """Harmonic mean of precision and recall; 0.0 when both are 0."""
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+    def f1(self) -> float | None:
+        """2 tp / (predicted + gold); None (undefined) when both are empty."""
+        total = self.predicted + self.gold
+        return 2 * self.tp / total if total else None
 
     def __add__(self, other: PRF) -> PRF:
         return PRF(
@@ -121,6 +131,8 @@ class ScoringConfig:
             the symmetric types of the ``extract@1`` ontology (``knows``, ``family_of``, ...).
         relation_synonyms: maps a relation type to its canonical type before comparing,
             on both sides (``{"employed_by": "works_for"}``); applied once, not transitively.
+        entity_types: maps an entity type to the type it is compared as, on both sides
+            (a dataset's ``PER`` to the ontology's ``person``); applied once.
         type_aware: align entities on names AND types for the headline entity score,
             the relation score and the missed/spurious lists (the default). When False
             those use the type-agnostic alignment, so ``entities`` equals ``entities_untyped``.
@@ -129,15 +141,22 @@ class ScoringConfig:
     symmetric_relations: frozenset[str] = field(default_factory=_default_symmetric_relations)
     relation_synonyms: Mapping[str, str] = field(default_factory=dict)
     type_aware: bool = True
+    entity_types: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # A private read-only copy: the caller's dict can change without changing the config.
+        # Private read-only copies: the caller's dicts can change without changing the config.
         object.__setattr__(self, "relation_synonyms", MappingProxyType(dict(self.relation_synonyms)))
+        object.__setattr__(self, "entity_types", MappingProxyType(dict(self.entity_types)))
         object.__setattr__(self, "symmetric_relations", frozenset(self.symmetric_relations))
 
     def __hash__(self) -> int:
         return hash(
-            (self.symmetric_relations, tuple(sorted(self.relation_synonyms.items())), self.type_aware)
+            (
+                self.symmetric_relations,
+                tuple(sorted(self.relation_synonyms.items())),
+                self.type_aware,
+                tuple(sorted(self.entity_types.items())),
+            )
         )
 
     @classmethod
@@ -147,17 +166,24 @@ class ScoringConfig:
         *,
         relation_synonyms: Mapping[str, str] | None = None,
         type_aware: bool = True,
+        entity_types: Mapping[str, str] | None = None,
+        symmetric: Iterable[str] = (),
     ) -> ScoringConfig:
-        """A config whose symmetric relation types are those of ``ontology``."""
+        """A config whose symmetric relation types are those of ``ontology`` plus ``symmetric``."""
         return cls(
-            symmetric_relations=_symmetric_types(ontology),
+            symmetric_relations=_symmetric_types(ontology) | frozenset(symmetric),
             relation_synonyms=dict(relation_synonyms or {}),
             type_aware=type_aware,
+            entity_types=dict(entity_types or {}),
         )
 
     def canonical(self, relation_type: str) -> str:
         """The relation type after the synonym map."""
         return self.relation_synonyms.get(relation_type, relation_type)
+
+    def entity_type(self, entity_type: str) -> str:
+        """The entity type after the entity type map."""
+        return self.entity_types.get(entity_type, entity_type)
 
 
 class FixtureDiff(BaseModel):
@@ -263,6 +289,9 @@ def _merge(into: dict[str, PRF], other: Mapping[str, PRF]) -> None:
 
 
 def _score(fixture_id: str, gold: Gold, prediction: Prediction, config: ScoringConfig) -> FixtureScore:
+    if config.entity_types:
+        gold = gold.model_copy(update={"entities": _retyped(gold.entities, config)})
+        prediction = prediction.model_copy(update={"entities": _retyped(prediction.entities, config)})
     typed = _align_entities(prediction.entities, gold.entities, type_aware=True)
     untyped = _align_entities(prediction.entities, gold.entities, type_aware=False)
     alignment = typed if config.type_aware else untyped
@@ -302,6 +331,10 @@ def _score(fixture_id: str, gold: Gold, prediction: Prediction, config: ScoringC
     )
 
 
+def _retyped(entities: list[GoldEntity], config: ScoringConfig) -> list[GoldEntity]:
+    return [e.model_copy(update={"type": config.entity_type(e.type)}) for e in entities]
+
+
 def _per_type(predicted: list[str], gold: list[str], matched: list[str]) -> dict[str, PRF]:
     p, g, tp = Counter(predicted), Counter(gold), Counter(matched)
     return {t: PRF(tp=tp[t], predicted=p[t], gold=g[t]) for t in sorted(p.keys() | g.keys())}
@@ -319,14 +352,30 @@ def _name_set(entity: GoldEntity) -> set[str]:
     return {n for n in (normalize_name(x) for x in (entity.name, *entity.aliases)) if n}
 
 
+def _words(name: str) -> frozenset[str]:
+    return frozenset(name.split())
+
+
+def _compatible(predicted_name: str, gold_names: set[str]) -> bool:
+    """Whether a predicted name could denote the gold entity: its words contain, or are
+    contained in, the words of one of the gold names ("Hugo" and "Hugo Lambert")."""
+    words = _words(predicted_name)
+    return bool(words) and any(words <= _words(g) or _words(g) <= words for g in gold_names)
+
+
 def _align_entities(
     predicted: list[GoldEntity], gold: list[GoldEntity], *, type_aware: bool
 ) -> dict[int, int]:
-    """Maximum one-to-one alignment, predicted index -> gold index, preferring primary-name matches."""
+    """Maximum one-to-one alignment, predicted index -> gold index, preferring primary-name matches.
+
+    A pair is a candidate when the prediction's name is one of the gold names, or when one
+    of its aliases is and its name is compatible with the gold entity (see the module docstring).
+    """
     by_name: dict[str, list[int]] = {}
     for g, entity in enumerate(gold):
         for name in _name_set(entity):
             by_name.setdefault(name, []).append(g)
+    gold_names = [_name_set(entity) for entity in gold]
     costs: dict[tuple[int, int], int] = {}
     for p, entity in enumerate(predicted):
         primary = normalize_name(entity.name)
@@ -334,9 +383,17 @@ def _align_entities(
             same_type = entity.type == gold[g].type
             if type_aware and not same_type:
                 continue
-            # Cheapest: the display names agree; then an alias is involved. Untyped: prefer same types.
-            cost = (0 if primary == normalize_name(gold[g].name) else 2) + (0 if same_type else 1)
-            costs[(p, g)] = cost
+            if primary not in gold_names[g] and not _compatible(primary, gold_names[g]):
+                continue  # only an alias matches, and the name says it is someone else
+            # Cheapest: the display names agree; then the name is a gold alias; then only an
+            # alias of the prediction matches. Untyped: prefer same types.
+            if primary == normalize_name(gold[g].name):
+                cost = 0
+            elif primary in gold_names[g]:
+                cost = 2
+            else:
+                cost = 4
+            costs[(p, g)] = cost + (0 if same_type else 1)
     return _min_cost_matching(len(predicted), len(gold), costs)
 
 
@@ -351,17 +408,26 @@ def _resolve(name: str, entities: list[GoldEntity]) -> set[int]:
     return {i for i, e in enumerate(entities) if folded in {normalize_name(a) for a in e.aliases}}
 
 
+type _Endpoint = int | str
+"""A relation endpoint: a gold entity's index, or the normalised name of a dangling gold endpoint."""
+
+
 def _align_relations(
     prediction: Prediction, gold: Gold, alignment: Mapping[int, int], config: ScoringConfig
 ) -> dict[int, int]:
     """One-to-one relation matching, predicted index -> gold index."""
 
-    def endpoint(name: str) -> set[int]:
-        return {alignment[p] for p in _resolve(name, prediction.entities) if p in alignment}
+    def endpoint(name: str) -> set[_Endpoint]:
+        predicted = _resolve(name, prediction.entities)
+        aligned: set[_Endpoint] = {alignment[p] for p in predicted if p in alignment}
+        return aligned | {normalize_name(name)}
+
+    def gold_endpoint(name: str) -> set[_Endpoint]:
+        entities: set[_Endpoint] = set(_resolve(name, gold.entities))
+        return entities or {normalize_name(name)}  # dangling: matched by name
 
     gold_ends = [
-        (_resolve(r.source, gold.entities), _resolve(r.target, gold.entities), config.canonical(r.type))
-        for r in gold.relations
+        (gold_endpoint(r.source), gold_endpoint(r.target), config.canonical(r.type)) for r in gold.relations
     ]
     costs: dict[tuple[int, int], int] = {}
     for p, relation in enumerate(prediction.relations):

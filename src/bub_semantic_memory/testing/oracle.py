@@ -19,6 +19,7 @@ from bub_semantic_memory.testing.fake_openai import RecordedRequest, Reply, tool
 
 __all__ = ["OracleResponder"]
 
+
 def _occurs(folded_text: str, name: str) -> bool:
     folded = normalize_name(name)
     if not folded:
@@ -59,6 +60,35 @@ class OracleResponder:
             relations.extend(r if isinstance(r, Mapping) else r.model_dump() for r in facts["relations"])
         return cls(entities=entities, relations=relations, **kwargs)
 
+    def _mentioned(self, folded: str) -> tuple[list[Mapping[str, Any]], list[dict[str, Any]]]:
+        """The facts' entities the transcript mentions, and how to answer each.
+
+        One name names one entity, as the extractor's validator demands: entities named in
+        full claim their names first, and an entity mentioned only through a name that
+        another entity already claimed (one "Bob" in the window, two Bobs in the facts) is
+        left out; so is an alias another entity claimed.
+        """
+        mentioned: list[Mapping[str, Any]] = []
+        answers: list[dict[str, Any]] = []
+        claimed: set[str] = set()
+        in_full = [e for e in self.entities if _occurs(folded, e["name"])]
+        by_alias = [e for e in self.entities if not _occurs(folded, e["name"])]
+        for entity in [*in_full, *by_alias]:
+            if not any(_occurs(folded, n) for n in (entity["name"], *entity.get("aliases", ()))):
+                continue
+            shown = _shown_name(folded, entity)
+            if normalize_name(shown) in claimed:
+                continue
+            aliases = [
+                a
+                for a in entity.get("aliases", ())
+                if _occurs(folded, a) and normalize_name(a) not in claimed | {normalize_name(shown)}
+            ]
+            claimed.update(normalize_name(n) for n in (shown, *aliases))
+            mentioned.append(entity)
+            answers.append({"name": shown, "type": entity["type"], "aliases": aliases})
+        return mentioned, answers
+
     def __call__(self, request: RecordedRequest) -> Reply:
         self.requests += 1
         name = request.tool_schema_name() or "Extraction"
@@ -67,25 +97,8 @@ class OracleResponder:
             prompts = [str(m.get("content") or "") for m in request.messages if m.get("role") == "user"]
             transcript = prompts[0] if prompts else ""
         folded = f" {normalize_name(transcript)} "
-        mentioned: list[Mapping[str, Any]] = []
-        seen: set[tuple[str, str]] = set()
-        for entity in self.entities:
-            names_of = (entity["name"], *entity.get("aliases", ()))
-            if not any(_occurs(folded, n) for n in names_of):
-                continue
-            identity = (str(entity["type"]), normalize_name(_shown_name(folded, entity)))
-            if identity not in seen:
-                seen.add(identity)
-                mentioned.append(entity)
+        mentioned, entities = self._mentioned(folded)
         names = {e["name"] for e in mentioned}
-        entities = [
-            {
-                "name": _shown_name(folded, e),
-                "type": e["type"],
-                "aliases": [a for a in e.get("aliases", ()) if _occurs(folded, a)],
-            }
-            for e in mentioned
-        ]
         shown = {e["name"]: entity["name"] for e, entity in zip(mentioned, entities, strict=True)}
         relations: list[dict[str, Any]] = []
         for relation in [] if self.drop_relations else self.relations:
