@@ -168,13 +168,18 @@ class Relation(BaseModel):
 
 
 class PromptRef(BaseModel):
-    """Which prompt file produced a snapshot: name, version and the file's sha256."""
+    """Which prompt file produced a snapshot: name, version and the file's sha256.
+
+    ``ontology_sha256`` is set when an eval replaced the prompt's ontology with a
+    dataset's (see :mod:`bub_semantic_memory.evals.labels`): the replacement's hash.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     name: str
     version: int
     sha256: str
+    ontology_sha256: str | None = None
 
     def __str__(self) -> str:
         return f"{self.name}@{self.version}"

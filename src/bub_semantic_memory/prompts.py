@@ -13,6 +13,7 @@ newest released one: a bare name never picks a draft).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -114,11 +115,23 @@ class PromptTemplate:
     candidates: bool
     system_template: str
     user_template: str
+    ontology_sha256: str | None = None
+    """Set when :meth:`with_ontology` replaced the file's ontology: the replacement's hash."""
 
     @property
     def ref(self) -> PromptRef:
         """The reference stored on snapshots."""
-        return PromptRef(name=self.name, version=self.version, sha256=self.sha256)
+        return PromptRef(
+            name=self.name, version=self.version, sha256=self.sha256, ontology_sha256=self.ontology_sha256
+        )
+
+    def with_ontology(self, ontology: Ontology, sha256: str) -> PromptTemplate:
+        """This prompt showing ``ontology`` (a dataset's, with content hash ``sha256``) instead of its own.
+
+        The file's hash stays in :attr:`sha256`; :attr:`ontology_sha256` records the
+        substitution, so snapshots, reports and cache keys tell the two apart.
+        """
+        return dataclasses.replace(self, ontology=ontology, ontology_sha256=sha256)
 
     def __str__(self) -> str:
         return f"{self.name}@{self.version}"

@@ -29,6 +29,7 @@ from typing import Annotated, Any, Literal, Union, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, create_model, model_validator
 
+from bub_semantic_memory.mentions import fold_text, is_mentioned
 from bub_semantic_memory.models import Entity, Relation, entity_key, normalize_name, sorted_evidence
 from bub_semantic_memory.ontology import Ontology
 
@@ -90,7 +91,7 @@ class ValidationScope:
 
     def __post_init__(self) -> None:
         spoken = "\n".join(_SPEAKER.sub(r"\g<sender>", line) for line in self.window_text.splitlines())
-        self._folded_text = f" {normalize_name(spoken)} "
+        self._folded_text = fold_text(spoken)
         self._known_names = {}
         self._known_any = {}
         for entity in self.known.values():
@@ -103,19 +104,15 @@ class ValidationScope:
             if line.startswith("[") and "]" in line:
                 head = line[1 : line.index("]")]
                 if head.isdigit():
-                    self._lines.append((int(head), f" {normalize_name(_SPEAKER.sub(r'\g<sender>', line))} "))
+                    self._lines.append((int(head), fold_text(_SPEAKER.sub(r"\g<sender>", line))))
 
     def occurs(self, name: str) -> bool:
-        """Whether ``name`` occurs in the window, ignoring case and punctuation."""
-        folded = normalize_name(name)
-        if not folded:
-            return False
-        return _contains(self._folded_text, folded)
+        """Whether ``name`` occurs in the window (see :mod:`~bub_semantic_memory.mentions`)."""
+        return is_mentioned(name, self._folded_text)
 
     def mentions(self, names: list[str]) -> list[int]:
         """Turn numbers whose line mentions one of ``names``."""
-        folded = [f for f in (normalize_name(n) for n in names) if f]
-        return [turn for turn, text in self._lines if any(_contains(text, f) for f in folded)]
+        return [turn for turn, text in self._lines if any(is_mentioned(n, text) for n in names)]
 
     def known_key_for(self, entity_type: str, names: list[str]) -> str | None:
         """The key of a known entity of this type named by one of ``names``, if any."""
@@ -132,14 +129,6 @@ class ValidationScope:
         if reference in self.known:
             return reference
         return self._known_any.get(normalize_name(reference))
-
-
-def _contains(haystack: str, folded: str) -> bool:
-    # Word-bounded for scripts with spaces ("al" must not match "alice"); plain
-    # substring for names without ASCII letters (Chinese has no spaces between words).
-    if folded.isascii():
-        return f" {folded} " in haystack
-    return folded in haystack
 
 
 _CURRENT_SCOPE: ContextVar[ValidationScope | None] = ContextVar("validation_scope", default=None)

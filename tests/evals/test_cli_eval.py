@@ -180,7 +180,7 @@ def test_fixtures_import_keeps_and_reports_unknown_types(tmp_path: Path) -> None
     )
     result = runner.invoke(app, ["fixtures", "import", str(source), "--out", str(tmp_path / "fx")])
     assert result.exit_code == 0, result.output
-    assert "Imported 1 fixture(s)" in result.stdout
+    assert f"Imported into {tmp_path / 'fx'}: 1 imported, 1 with gold problems" in result.stdout
     assert "dragon" in result.stderr and "guards" in result.stderr
     gold = json.loads((tmp_path / "fx" / "tiny" / "gold.json").read_text())
     assert gold["entities"][0]["type"] == "dragon" and gold["relations"][0]["type"] == "guards"

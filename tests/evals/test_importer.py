@@ -303,9 +303,16 @@ def test_malformed_conversations_name_the_file_and_line(
     )
     out = tmp_path / "out"
     with pytest.raises(FixtureError) as caught:
-        import_conversations(source, out)
+        import_conversations(source, out, strict=True)
     assert f"{source}:2: conversation 'bad': {message}" in str(caught.value)
-    assert not out.exists()  # nothing is written when any line is malformed
+    assert not out.exists()  # strict: nothing is written when any line is malformed
+    # By default the bad conversation is skipped, named with its reason, and the rest written.
+    report = import_conversations(source, out)
+    assert report.fixtures == ["minimal"] and (out / "minimal" / "tape.jsonl").is_file()
+    [skipped] = report.skipped
+    assert (skipped.where, skipped.id) == (f"{source}:2", "bad") and message in skipped.reason
+    assert report.warnings == [f"skipped {skipped.reason}"]
+    assert report.summary() == "1 imported, 1 skipped"
 
 
 @pytest.mark.parametrize(
@@ -322,8 +329,11 @@ def test_malformed_conversations_name_the_file_and_line(
 )
 def test_malformed_lines_are_fixture_errors(tmp_path: Path, line: str, message: str) -> None:
     source = write_source(tmp_path / "src.jsonl", MINIMAL, "", line)
-    with pytest.raises(FixtureError, match=rf"src\.jsonl:3: .*{message}"):
-        import_conversations(source, tmp_path / "out")
+    with pytest.raises(FixtureError, match=rf"src\.jsonl:3: .*{message}") as caught:
+        import_conversations(source, tmp_path / "out", strict=True)
+    assert "\n" not in str(caught.value)  # one human line, not pydantic's report
+    report = import_conversations(source, tmp_path / "out")
+    assert report.fixtures == ["minimal"] and len(report.skipped) == 1
 
 
 def test_missing_source_is_a_fixture_error(tmp_path: Path) -> None:

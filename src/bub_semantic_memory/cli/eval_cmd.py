@@ -13,8 +13,10 @@ from bub_semantic_memory.cli._common import API_KEY_ENV, fail, handle_errors, st
 
 if TYPE_CHECKING:
     from bub_semantic_memory.evals.dataset import Fixture
+    from bub_semantic_memory.evals.labels import LabelMap
     from bub_semantic_memory.evals.report import Report
     from bub_semantic_memory.evals.runner import RunOptions
+    from bub_semantic_memory.ontology import Ontology
 
 app = typer.Typer(
     help="Score extraction against gold fixtures, run prompt versions, compare runs.", no_args_is_help=True
@@ -49,6 +51,11 @@ CACHE_DIR = typer.Option(Path(".cache/eval"), "--cache-dir", help="Response cach
 SYNONYMS = typer.Option(
     None, "--synonyms", help="JSON file mapping relation types to canonical types for scoring."
 )
+LABEL_MAP = typer.Option(
+    None,
+    "--label-map",
+    help="YAML/JSON mapping gold entity types and relation labels to ontology types (see evals/README.md).",
+)
 
 
 def _fixtures(directory: Path, tags: list[str], ids: list[str]) -> list[Fixture]:
@@ -69,6 +76,27 @@ def _synonyms(path: Path | None) -> dict[str, str]:
     ):
         fail(f"{path} must be a JSON object of relation type -> canonical type")
     return data
+
+
+def _label_space(selected: list[Fixture], ontology: Ontology, label_map_path: Path | None) -> LabelMap | None:
+    """Read the label map and warn, before anything runs, about gold the run cannot score."""
+    from bub_semantic_memory.evals.labels import check_label_space, load_label_map
+
+    label_map = load_label_map(label_map_path) if label_map_path is not None else None
+    for line in check_label_space((f.gold for f in selected), ontology, label_map).lines():
+        stderr.print(f"Warning: {line}", markup=False)
+    return label_map
+
+
+def _dataset_ontology(fixtures: Path) -> Ontology | None:
+    from bub_semantic_memory.evals.labels import DATASET_ONTOLOGY_FILE, load_dataset_ontology
+
+    ontology = load_dataset_ontology(fixtures)
+    if ontology is not None:
+        stderr.print(
+            f"Ontology: {fixtures / DATASET_ONTOLOGY_FILE} (instead of the prompts' own)", markup=False
+        )
+    return ontology
 
 
 def _print_report(report: Report, out: Path | None) -> None:
@@ -102,8 +130,14 @@ def run(
     cache_dir: Path = CACHE_DIR,
     prompts_dir: Path | None = PROMPTS_DIR,
     synonyms: Path | None = SYNONYMS,
+    label_map: Path | None = LABEL_MAP,
 ) -> None:
-    """Run prompt versions over the fixtures: scores, a side-by-side table, report files."""
+    """Run prompt versions over the fixtures: scores, a side-by-side table, report files.
+
+    A fixture directory holding ontology.yaml runs every prompt with that ontology instead
+    of its own. Gold that cannot be scored (types outside the ontology, relations to
+    non-entities) is reported before the run starts.
+    """
     from bub_semantic_memory.evals.runner import RunOptions, run_eval
     from bub_semantic_memory.local import model_note
     from bub_semantic_memory.prompts import PromptLibrary
@@ -113,6 +147,8 @@ def run(
     library = PromptLibrary(prompts_dir) if prompts_dir else PromptLibrary()
     templates = [library.load(ref) for ref in prompts]
     selected = _fixtures(fixtures, tags, ids)
+    dataset_ontology = _dataset_ontology(fixtures)
+    labels = _label_space(selected, dataset_ontology or templates[0].ontology, label_map)
     options = RunOptions(
         model=model,
         base_url=base_url,
@@ -122,6 +158,8 @@ def run(
         cache="replay" if replay else ("off" if no_cache else "use"),
         cache_dir=cache_dir,
         relation_synonyms=_synonyms(synonyms),
+        label_map=labels,
+        ontology=dataset_ontology,
     )
     if note := model_note(model):
         stderr.print(f"Model: {note}", markup=False)
@@ -144,13 +182,24 @@ def score(
     tags: list[str] = TAGS,
     ids: list[str] = IDS,
     synonyms: Path | None = SYNONYMS,
+    label_map: Path | None = LABEL_MAP,
+    prompt: str = typer.Option(
+        "extract", "--prompt", "-p", help="Prompt version whose ontology the predictions use."
+    ),
+    prompts_dir: Path | None = PROMPTS_DIR,
     as_json: bool = typer.Option(False, "--json", help="Print the DatasetScore as JSON."),
 ) -> None:
-    """Score saved predictions against the fixtures' gold, without any model."""
+    """Score saved predictions against the fixtures' gold, without any model.
+
+    The ontology is the fixture directory's ontology.yaml if it has one, else the prompt's.
+    Undefined scores (nothing predicted, or no gold) are shown as "–" (null with --json).
+    """
     from rich.table import Table
 
     from bub_semantic_memory.evals.dataset import load_predictions
-    from bub_semantic_memory.evals.scoring import ScoringConfig, score_dataset
+    from bub_semantic_memory.evals.render import UNDEFINED
+    from bub_semantic_memory.evals.runner import scoring_config
+    from bub_semantic_memory.evals.scoring import score_dataset
     from bub_semantic_memory.prompts import PromptLibrary
 
     selected = _fixtures(fixtures, tags, ids)
@@ -158,8 +207,10 @@ def score(
     unknown = sorted(set(predicted) - {f.id for f in selected})
     if unknown:
         stderr.print(f"Ignoring predictions for unknown fixtures: {', '.join(unknown)}", markup=False)
-    ontology = PromptLibrary().load("extract").ontology
-    config = ScoringConfig.from_ontology(ontology, relation_synonyms=_synonyms(synonyms))
+    library = PromptLibrary(prompts_dir) if prompts_dir else PromptLibrary()
+    ontology = _dataset_ontology(fixtures) or library.load(prompt).ontology
+    labels = _label_space(selected, ontology, label_map)
+    config = scoring_config(ontology, labels, _synonyms(synonyms))
     result = score_dataset([(f.id, f.gold, predicted.get(f.id)) for f in selected], config)
     if as_json:
         stdout.print(result.model_dump_json(indent=2), markup=False)
@@ -174,9 +225,10 @@ def score(
     ):
         table.add_row(
             label,
-            f"{prf.precision:.3f}",
-            f"{prf.recall:.3f}",
-            f"{prf.f1:.3f}",
+            *(
+                UNDEFINED if value is None else f"{value:.3f}"
+                for value in (prf.precision, prf.recall, prf.f1)
+            ),
             str(prf.tp),
             str(prf.predicted),
             str(prf.gold),
@@ -220,14 +272,23 @@ def import_fixtures(
         ..., exists=True, help="A JSONL file of conversations with gold (or a directory of them)."
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Fixture directory to write."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Stop at the first conversation that cannot be imported; write nothing."
+    ),
 ) -> None:
-    """Turn plain conversations into fixtures: a Bub tape and a gold file each."""
-    from bub_semantic_memory.evals.importer import import_conversations
+    """Turn plain conversations into fixtures: a Bub tape and a gold file each.
 
-    report = import_conversations(source, out)
+    A conversation that cannot be imported is skipped with a warning saying where and why;
+    the others are written. Gold is checked against out/ontology.yaml when there is one,
+    else against the promoted prompt's ontology.
+    """
+    from bub_semantic_memory.evals.importer import import_conversations
+    from bub_semantic_memory.evals.labels import load_dataset_ontology
+
+    report = import_conversations(source, out, ontology=load_dataset_ontology(out), strict=strict)
     for warning in report.warnings:
         stderr.print(f"Warning: {warning}", markup=False)
-    stdout.print(f"Imported {len(report.fixtures)} fixture(s) into {out}", markup=False)
+    stdout.print(f"Imported into {out}: {report.summary()}", markup=False)
 
 
 def promote_command(
@@ -271,8 +332,10 @@ def promote_command(
     )
     _print_report(outcome.report, out)
     promotion = outcome.promotion
+    scores = {name: promotion.scores.get(name) for name in ("entity_f1", "relation_f1")}
+    shown = {name: "–" if value is None else f"{value:.3f}" for name, value in scores.items()}
     stdout.print(
-        f"Promoted {candidate} (model {promotion.model}; entity F1 {promotion.scores['entity_f1']:.3f}, "
-        f"relation F1 {promotion.scores['relation_f1']:.3f}; baseline {promotion.baseline or 'none'}).",
+        f"Promoted {candidate} (model {promotion.model}; entity F1 {shown['entity_f1']}, "
+        f"relation F1 {shown['relation_f1']}; baseline {promotion.baseline or 'none'}).",
         markup=False,
     )

@@ -35,6 +35,7 @@ __all__ = [
     "Prediction",
     "Question",
     "dataset_hash",
+    "describe_validation_error",
     "load_fixtures",
     "load_predictions",
     "read_jsonl",
@@ -204,11 +205,27 @@ def _read_gold(folder: Path) -> Gold:
     return gold if gold.id else gold.model_copy(update={"id": folder.name})
 
 
+def describe_validation_error(exc: ValidationError) -> str:
+    """A validation error as one human line: the first problem, where it is, and how many more."""
+    errors = exc.errors(include_url=False)
+    if not errors:
+        return "invalid"
+    first = errors[0]
+    if first["type"] == "json_invalid":
+        detail = str(first.get("ctx", {}).get("error", "")).strip()
+        return f"not valid JSON ({detail})" if detail else "not valid JSON"
+    location = ".".join(str(part) for part in first["loc"])
+    message = f"{location}: {first['msg']}" if location else str(first["msg"])
+    more = len(errors) - 1
+    return f"{message} (and {more} more problem{'s' if more > 1 else ''})" if more else message
+
+
 def read_jsonl[M: BaseModel](path: Path, model: type[M], what: str) -> list[tuple[int, M]]:
     """Parse a JSONL file into ``model`` instances with their line numbers (blank lines skipped).
 
     Raises:
-        FixtureError: the file cannot be read, or a line is malformed (naming file and line).
+        FixtureError: the file cannot be read, or a line is malformed (one line naming
+            file, line number and the first problem).
     """
     try:
         raw = path.read_bytes()
@@ -221,7 +238,9 @@ def read_jsonl[M: BaseModel](path: Path, model: type[M], what: str) -> list[tupl
         try:
             items.append((number, model.model_validate_json(line)))
         except ValidationError as exc:
-            raise FixtureError(f"{path}:{number}: malformed {what}: {exc}") from exc
+            raise FixtureError(
+                f"{path}:{number}: malformed {what}: {describe_validation_error(exc)}"
+            ) from exc
     return items
 
 

@@ -22,29 +22,39 @@ tool calls and results; a ``run`` event closing each run) and ``<out>/<id>/gold.
 Entry dates are synthetic (2026-01-05T09:00:00+00:00, one minute apart), so the same
 input always gives byte-identical output.
 
-Gold problems (unknown types, relation endpoints that are not entity names, names
-that never occur in the conversation) are kept as written and reported in the
-:class:`ImportReport`; only structurally malformed input raises :class:`FixtureError`.
+Import streams: conversations are read, converted and written one at a time, so a
+file of any size imports in bounded memory. A conversation that cannot be converted
+(malformed JSON, an empty turn, a tool result without a call...) is skipped with one
+warning naming its file, line and id and the reason, and counted in
+:attr:`ImportReport.skipped`; the others are written. With ``strict=True`` the first such
+conversation raises :class:`FixtureError` instead, and nothing is written (the source is
+checked in a first pass, then written in a second).
+
+Gold problems (types outside the ontology, relation endpoints that are not entity names,
+names that never occur in the conversation) are kept as written and reported in the
+:class:`ImportReport`. Speaker names count as mentions: the transcript shows each user
+line with its sender (``[5] user (Speaker 1): ...``).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bub_semantic_memory.errors import FixtureError
-from bub_semantic_memory.evals.dataset import GOLD_FILE, TAPE_FILE, Gold, read_jsonl
+from bub_semantic_memory.evals.dataset import GOLD_FILE, TAPE_FILE, Gold, describe_validation_error
+from bub_semantic_memory.mentions import fold_text, is_mentioned
 from bub_semantic_memory.models import normalize_name
 from bub_semantic_memory.ontology import Ontology
 
-__all__ = ["FixtureIssues", "ImportReport", "import_conversations"]
+__all__ = ["FixtureIssues", "ImportReport", "SkippedConversation", "import_conversations"]
 
 ASSISTANT_SPEAKERS = frozenset({"assistant", "agent", "bot"})
 TOOL_SPEAKER = "tool"
@@ -55,8 +65,6 @@ _STEP = timedelta(minutes=1)
 _MODEL = "fixture"
 _SYSTEM_PROMPT = "You are Bub, a helpful assistant. Answer the user; call tools when you need facts."
 _BOOTSTRAP_STATE = {"owner": "human"}
-# Scripts written without spaces between words: names in them are matched as substrings.
-_UNSPACED_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "HALFWIDTH KATAKANA", "THAI", "LAO", "KHMER", "MYANMAR")
 
 
 class _SourceToolCall(BaseModel):
@@ -111,18 +119,38 @@ class FixtureIssues(BaseModel):
         )
 
 
+class SkippedConversation(BaseModel):
+    """A conversation that was not imported: where it is and why."""
+
+    where: str
+    id: str | None = None
+    reason: str
+
+
 class ImportReport(BaseModel):
     """What :func:`import_conversations` wrote and what looked wrong.
 
     Attributes:
         fixtures: ids of the fixtures written, in source order.
+        skipped: conversations that could not be imported, in source order.
         issues: per fixture id, the gold problems found (fixtures without problems are absent).
-        warnings: the same problems as human-readable lines, one per problem.
+        warnings: one human-readable line per skipped conversation and per gold problem.
     """
 
     fixtures: list[str] = Field(default_factory=list)
+    skipped: list[SkippedConversation] = Field(default_factory=list)
     issues: dict[str, FixtureIssues] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: how many were imported and skipped."""
+        line = f"{len(self.fixtures)} imported"
+        if self.skipped:
+            line += f", {len(self.skipped)} skipped"
+        problems = sum(1 for issues in self.issues.values() if issues)
+        if problems:
+            line += f", {problems} with gold problems"
+        return line
 
 
 @dataclass
@@ -134,41 +162,34 @@ class _Converted:
     warnings: list[str]
 
 
-def import_conversations(source: Path, out: Path, *, ontology: Ontology | None = None) -> ImportReport:
-    """Convert plain conversations into fixture directories under ``out``.
+def import_conversations(
+    source: Path, out: Path, *, ontology: Ontology | None = None, strict: bool = False
+) -> ImportReport:
+    """Convert plain conversations into fixture directories under ``out``, one at a time.
 
-    Everything is parsed and checked before anything is written, so a malformed
-    line leaves ``out`` untouched. Existing fixture directories with the same ids are
-    overwritten; others are left alone.
+    Existing fixture directories with the same ids are overwritten; others are left alone.
 
     Args:
         source: a JSONL file, or a directory whose ``*.jsonl`` files are read in name order.
         out: the fixtures directory (created if needed).
-        ontology: types to check the gold against; defaults to the ontology of ``extract@1``.
+        ontology: types to check the gold against; defaults to the ontology of the
+            promoted extraction prompt.
+        strict: fail on the first conversation that cannot be imported, writing nothing.
 
     Raises:
-        FixtureError: the source is missing or empty, a line is malformed (the message
-            names the file and line), or two conversations share an id.
+        FixtureError: the source is missing or empty; with ``strict``, a conversation
+            cannot be imported (the message names the file and line).
     """
     if ontology is None:
         from bub_semantic_memory.prompts import PromptLibrary
 
-        ontology = PromptLibrary().load("extract@1").ontology
-    converted: list[_Converted] = []
-    seen: dict[str, str] = {}
-    for path in _source_files(source):
-        for number, conversation in _read_source(path):
-            where = f"{path}:{number}"
-            if conversation.id in seen:
-                raise FixtureError(
-                    f"{where}: duplicate conversation id {conversation.id!r} "
-                    f"(first at {seen[conversation.id]})"
-                )
-            seen[conversation.id] = where
-            converted.append(_convert(conversation, ontology, where))
-
+        ontology = PromptLibrary().load("extract").ontology
+    files = _source_files(source)
+    if strict:
+        for _ in _conversions(files, ontology, ImportReport(), strict=True):
+            pass  # first pass: everything must convert before anything is written
     report = ImportReport()
-    for item in converted:
+    for item in _conversions(files, ontology, report, strict=strict):
         folder = out / item.id
         folder.mkdir(parents=True, exist_ok=True)
         (folder / TAPE_FILE).write_bytes(item.tape)
@@ -178,6 +199,34 @@ def import_conversations(source: Path, out: Path, *, ontology: Ontology | None =
             report.issues[item.id] = item.issues
         report.warnings.extend(item.warnings)
     return report
+
+
+def _conversions(
+    files: list[Path], ontology: Ontology, report: ImportReport, *, strict: bool
+) -> Iterator[_Converted]:
+    """Convert conversations one by one; skip (and record in ``report``) those that fail."""
+    seen: dict[str, str] = {}
+    for path in files:
+        for number, line in _lines(path):
+            where = f"{path}:{number}"
+            conversation_id: str | None = None
+            try:
+                conversation = _parse(line, where)
+                conversation_id = conversation.id
+                if conversation.id in seen:
+                    raise FixtureError(
+                        f"{where}: duplicate conversation id {conversation.id!r} "
+                        f"(first at {seen[conversation.id]})"
+                    )
+                converted = _convert(conversation, ontology, where)
+            except FixtureError as exc:
+                if strict:
+                    raise
+                report.skipped.append(SkippedConversation(where=where, id=conversation_id, reason=str(exc)))
+                report.warnings.append(f"skipped {exc}")
+                continue
+            seen[conversation.id] = where
+            yield converted
 
 
 def _source_files(source: Path) -> list[Path]:
@@ -191,16 +240,28 @@ def _source_files(source: Path) -> list[Path]:
     raise FixtureError(f"conversation source {source} does not exist")
 
 
-def _read_source(path: Path) -> list[tuple[int, _SourceConversation]]:
-    conversations: list[tuple[int, _SourceConversation]] = []
-    for number, conversation in read_jsonl(path, _SourceConversation, "conversation"):
-        if not _FIXTURE_ID.match(conversation.id):
-            raise FixtureError(
-                f"{path}:{number}: conversation id {conversation.id!r} must be 1-128 letters, digits, "
-                "'.', '_' or '-' (it names the fixture directory)"
-            )
-        conversations.append((number, conversation))
-    return conversations
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Non-blank lines of ``path`` with their numbers, read lazily."""
+    try:
+        with path.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield number, line
+    except OSError as exc:
+        raise FixtureError(f"cannot read conversations {path}: {exc.strerror or exc}") from exc
+
+
+def _parse(line: bytes, where: str) -> _SourceConversation:
+    try:
+        conversation = _SourceConversation.model_validate_json(line)
+    except ValidationError as exc:
+        raise FixtureError(f"{where}: malformed conversation: {describe_validation_error(exc)}") from exc
+    if not _FIXTURE_ID.match(conversation.id):
+        raise FixtureError(
+            f"{where}: conversation id {conversation.id!r} must be 1-128 letters, digits, "
+            "'.', '_' or '-' (it names the fixture directory)"
+        )
+    return conversation
 
 
 def _convert(conversation: _SourceConversation, ontology: Ontology, where: str) -> _Converted:
@@ -374,10 +435,10 @@ def _check_gold(
             if endpoint not in issues.dangling_endpoints:
                 issues.dangling_endpoints.append(endpoint)
 
-    haystack = f" {normalize_name(_conversation_text(conversation.turns))} "
+    haystack = fold_text(_conversation_text(conversation.turns))
     for entity in gold.entities:
         for name in (entity.name, *entity.aliases):
-            if name in issues.unmentioned_names or _occurs(name, haystack):
+            if name in issues.unmentioned_names or is_mentioned(name, haystack):
                 continue
             kind = "name" if name == entity.name else f"alias of {entity.name!r}"
             warnings.append(f"{fid}: gold {kind} {name!r} does not occur in the conversation")
@@ -386,26 +447,11 @@ def _check_gold(
 
 
 def _conversation_text(turns: list[_SourceTurn]) -> str:
+    """What the transcript shows of the conversation: texts, tool arguments, and user speakers."""
     parts: list[str] = []
     for turn in turns:
+        if _role(turn.speaker) == "user":
+            parts.append(turn.speaker)  # rendered as "[n] user (<speaker>): ..."
         parts.append(turn.text)
         parts.extend(json.dumps(call.arguments, ensure_ascii=False) for call in turn.tool_calls)
     return "\n".join(parts)
-
-
-def _occurs(name: str, haystack: str) -> bool:
-    """Whether ``name`` occurs in the normalised ``haystack`` as whole words.
-
-    Scripts written without spaces between words (Chinese, Japanese, Thai...) cannot be
-    checked on word boundaries, so a name containing such letters only has to be a substring.
-    """
-    needle = normalize_name(name)
-    if not needle:
-        return False
-    if f" {needle} " in haystack:
-        return True
-    return any(_unspaced_script(ch) for ch in needle) and needle in haystack
-
-
-def _unspaced_script(ch: str) -> bool:
-    return unicodedata.name(ch, "").startswith(_UNSPACED_SCRIPTS)

@@ -105,6 +105,8 @@ class PromptRun(BaseModel):
 
     prompt: str
     prompt_sha256: str
+    ontology_sha256: str | None = None
+    """Set when a dataset's ontology replaced the prompt's own: its content hash."""
     model: str
     mode: str
     metrics: Metrics

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +25,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from bub_semantic_memory.errors import ExtractionError, ReplayMissError
 from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key
 from bub_semantic_memory.evals.dataset import Fixture, GoldEntity, GoldRelation, Prediction, dataset_hash
+from bub_semantic_memory.evals.labels import LabelMap, ontology_sha256
 from bub_semantic_memory.evals.report import (
     FixtureResult,
     Metrics,
@@ -44,7 +45,7 @@ from bub_semantic_memory.redact import Redactor
 from bub_semantic_memory.transcript import Entry, render_transcript
 from bub_semantic_memory.transport import ChatBackend, RetryPolicy
 
-__all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval"]
+__all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval", "scoring_config"]
 
 type CachePolicy = Literal["use", "off", "replay"]
 
@@ -58,6 +59,10 @@ class RunOptions:
         cache: ``use``, ``off`` or ``replay`` (see the module docstring).
         cache_dir: where cached extractions live.
         backend: a ready backend to use instead of one built from model/base_url (tests, local model).
+        relation_synonyms: relation type -> canonical type, for scoring (``--synonyms``).
+        label_map: gold labels -> ontology types, for scoring (``--label-map``).
+        ontology: a dataset's ontology, shown to the model instead of each prompt's own
+            (recorded on snapshots, in the report and in the cache key).
     """
 
     model: str
@@ -71,6 +76,8 @@ class RunOptions:
     chunk_tokens: int | None = None
     max_output_tokens: int | None = None
     relation_synonyms: dict[str, str] = field(default_factory=dict)
+    label_map: LabelMap | None = None
+    ontology: Ontology | None = None
     backend: ChatBackend | None = None
     http_client: Any = None
     progress: bool = True
@@ -134,7 +141,9 @@ class _PromptRunner:
 
     def _key(self, entries: list[Entry]) -> tuple[str, dict[str, Any]]:
         ex = self.extractor
+        substituted = {"ontology_sha256": self.prompt.ontology_sha256} if self.prompt.ontology_sha256 else {}
         return cache_key(
+            **substituted,
             prompt_sha256=self.prompt.sha256,
             model=self.options.model,
             mode=ex.mode,
@@ -227,6 +236,19 @@ def _metrics(results: Sequence[FixtureResult], scores: Sequence[FixtureScore]) -
     )
 
 
+def scoring_config(
+    ontology: Ontology, label_map: LabelMap | None = None, relation_synonyms: Mapping[str, str] | None = None
+) -> ScoringConfig:
+    """How a run under ``ontology`` is scored: its symmetric types, plus the label map and synonyms."""
+    labels = label_map or LabelMap()
+    return ScoringConfig.from_ontology(
+        ontology,
+        relation_synonyms={**(relation_synonyms or {}), **labels.relation_types},
+        entity_types=labels.entity_types,
+        symmetric=labels.symmetric,
+    )
+
+
 def _make_backend(options: RunOptions) -> ChatBackend | None:
     """One backend shared by every prompt version (a local model is loaded once)."""
     if options.backend is not None:
@@ -288,8 +310,10 @@ async def _run_prompt(
     backend: ChatBackend | None,
     progress: Progress,
 ) -> PromptRun:
+    if options.ontology is not None:
+        prompt = prompt.with_ontology(options.ontology, ontology_sha256(options.ontology))
     runner = _PromptRunner(prompt, options, backend)
-    config = ScoringConfig.from_ontology(prompt.ontology, relation_synonyms=options.relation_synonyms)
+    config = scoring_config(prompt.ontology, options.label_map, options.relation_synonyms)
     task = progress.add_task(f"{prompt} · {options.model}", total=len(fixtures))
     semaphore = asyncio.Semaphore(max(1, options.concurrency))
 
@@ -309,6 +333,7 @@ async def _run_prompt(
     return PromptRun(
         prompt=str(prompt),
         prompt_sha256=prompt.sha256,
+        ontology_sha256=prompt.ontology_sha256,
         model=options.model,
         mode=runner.extractor.mode,
         metrics=_metrics([r for r, _ in scored], [s for _, s in scored]),

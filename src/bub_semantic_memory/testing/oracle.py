@@ -14,24 +14,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bub_semantic_memory.mentions import fold_text, is_mentioned
 from bub_semantic_memory.models import normalize_name
 from bub_semantic_memory.testing.fake_openai import RecordedRequest, Reply, tool_call_reply
 
 __all__ = ["OracleResponder"]
 
 
-def _occurs(folded_text: str, name: str) -> bool:
-    folded = normalize_name(name)
-    if not folded:
-        return False
-    return f" {folded} " in folded_text if folded.isascii() else folded in folded_text
-
-
 def _shown_name(folded_text: str, entity: Mapping[str, Any]) -> str:
     """The entity's name if the transcript uses it, else the first alias it uses."""
-    if _occurs(folded_text, entity["name"]):
+    if is_mentioned(entity["name"], folded_text):
         return str(entity["name"])
-    return str(next(a for a in entity.get("aliases", ()) if _occurs(folded_text, a)))
+    return str(next(a for a in entity.get("aliases", ()) if is_mentioned(a, folded_text)))
 
 
 @dataclass
@@ -71,10 +65,10 @@ class OracleResponder:
         mentioned: list[Mapping[str, Any]] = []
         answers: list[dict[str, Any]] = []
         claimed: set[str] = set()
-        in_full = [e for e in self.entities if _occurs(folded, e["name"])]
-        by_alias = [e for e in self.entities if not _occurs(folded, e["name"])]
+        in_full = [e for e in self.entities if is_mentioned(e["name"], folded)]
+        by_alias = [e for e in self.entities if not is_mentioned(e["name"], folded)]
         for entity in [*in_full, *by_alias]:
-            if not any(_occurs(folded, n) for n in (entity["name"], *entity.get("aliases", ()))):
+            if not any(is_mentioned(n, folded) for n in (entity["name"], *entity.get("aliases", ()))):
                 continue
             shown = _shown_name(folded, entity)
             if normalize_name(shown) in claimed:
@@ -82,7 +76,7 @@ class OracleResponder:
             aliases = [
                 a
                 for a in entity.get("aliases", ())
-                if _occurs(folded, a) and normalize_name(a) not in claimed | {normalize_name(shown)}
+                if is_mentioned(a, folded) and normalize_name(a) not in claimed | {normalize_name(shown)}
             ]
             claimed.update(normalize_name(n) for n in (shown, *aliases))
             mentioned.append(entity)
@@ -96,7 +90,7 @@ class OracleResponder:
         if transcript is None:  # no transcript block: answer from the first user message
             prompts = [str(m.get("content") or "") for m in request.messages if m.get("role") == "user"]
             transcript = prompts[0] if prompts else ""
-        folded = f" {normalize_name(transcript)} "
+        folded = fold_text(transcript)
         mentioned, entities = self._mentioned(folded)
         names = {e["name"] for e in mentioned}
         shown = {e["name"]: entity["name"] for e, entity in zip(mentioned, entities, strict=True)}
