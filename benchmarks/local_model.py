@@ -104,7 +104,7 @@ async def run(config: BenchConfig) -> Section:
                 f"{wall:.1f}",
                 f"{r.usage.latency_s / r.usage.requests:.1f}" if r.usage.requests else "—",
                 "yes" if r.ok else "no",
-                f"{r.entities.f1:.2f}",
+                "–" if r.entities.f1 is None else f"{r.entities.f1:.2f}",
                 (r.error_type or "")[:40],
             ]
         )
