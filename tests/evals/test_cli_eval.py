@@ -55,6 +55,9 @@ def test_score_names_a_malformed_predictions_line(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1 and result.stderr.startswith("Error:") and "p.jsonl:2:" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    # A human sentence, not pydantic's report ("1 validation error for Prediction ... [type=...]").
+    assert "malformed prediction: not valid JSON" in result.stderr
+    assert "validation error for" not in result.stderr and "type=" not in result.stderr
 
 
 def test_eval_run_writes_reports_and_a_rerun_is_cached(tmp_path: Path) -> None:
