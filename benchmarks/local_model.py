@@ -49,7 +49,8 @@ async def run(config: BenchConfig) -> Section:
         section.skipped = "llama_cpp is not importable (install the 'local' extra: make setup-local)"
         return section
 
-    from bub_semantic_memory.local import DEFAULT_LOCAL_MODEL_LABEL, LocalBackend
+    from bub_semantic_memory.local import LocalBackend
+    from bub_semantic_memory.local_models import model_note
 
     fixtures = sorted(load_fixtures(FIXTURES, tags=["quick"]), key=lambda f: f.tape_path.stat().st_size)
     backend = LocalBackend.from_model_spec("local")
@@ -80,7 +81,7 @@ async def run(config: BenchConfig) -> Section:
     usage = sum((r.usage for r in results), Usage())
     calls = sum(r.calls for r in results)
     table = Table(
-        f"{DEFAULT_LOCAL_MODEL_LABEL}, {PROMPT}, {backend.n_threads} threads",
+        f"{model_note('local')}, {PROMPT}, {backend.n_threads} threads",
         [
             "fixture",
             "tape bytes",

@@ -138,7 +138,7 @@ async def test_a_hallucinated_name_is_reasked(fake_openai: FakeOpenAIServer) -> 
     assert "entity 'Eve Hacker' does not occur in the transcript" in reask_message(fake_openai)
 
 
-async def test_self_loops_and_duplicates_are_reasked_together(fake_openai: FakeOpenAIServer) -> None:
+async def test_self_loops_are_reasked_and_duplicates_merged(fake_openai: FakeOpenAIServer) -> None:
     broken = {
         "entities": [
             {"name": "Alice Chen", "type": "person", "evidence": [2]},
@@ -150,8 +150,94 @@ async def test_self_loops_and_duplicates_are_reasked_together(fake_openai: FakeO
     async with extractor(fake_openai) as ex:
         await ex.extract(ENTRIES, tape="t")
     message = reask_message(fake_openai)
-    assert "2 problem(s)" in message
-    assert "listed twice" in message and "links an entity to itself" in message
+    assert "1 problem(s)" in message and "links an entity to itself" in message
+    assert "listed twice" not in message  # a duplicate has one right answer: merged, not re-asked
+
+
+async def test_an_entity_listed_twice_is_merged_without_a_reask(fake_openai: FakeOpenAIServer) -> None:
+    twice = {
+        "entities": [
+            {"name": "Project Apollo", "type": "project", "evidence": [2]},
+            {
+                "name": "project apollo",
+                "type": "project",
+                "aliases": ["Apollo"],
+                "attributes": {"owner": "Alice"},
+            },
+            {"name": "Alice Chen", "type": "person", "evidence": [2]},
+        ],
+        "relations": [],
+    }
+    fake_openai.enqueue(tool_call_reply("Extraction", twice))
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 1
+    apollo, alice = snapshot.entities
+    assert (apollo.key, apollo.name, apollo.aliases) == (
+        "project:project-apollo",
+        "Project Apollo",
+        ("Apollo",),
+    )
+    assert apollo.attributes == {"owner": "Alice"} and alice.key == "person:alice-chen"
+
+
+async def test_after_the_reasks_valid_items_are_kept_and_bad_ones_dropped(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    wrong = {
+        "entities": GOOD["entities"],
+        "relations": [
+            *GOOD["relations"],
+            {"source": "Alice Chen", "type": "works_on", "target": "Volvo Cars", "evidence": [2]},
+        ],
+    }
+    fake_openai.enqueue(*(tool_call_reply("Extraction", wrong) for _ in range(3)))
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert len(fake_openai.requests) == 3  # the first answer and two re-asks, all with the same mistake
+    assert [e.key for e in snapshot.entities] == ["person:alice-chen", "project:project-apollo"]
+    assert [r.target for r in snapshot.relations] == ["project:project-apollo"]
+    [reason] = snapshot.dropped
+    assert "target 'Volvo Cars' is not an entity of this extraction" in reason
+    assert snapshot.usage.reasks == 2 and snapshot.usage.attempts == 3
+
+
+async def test_json_cut_mid_way_is_truncation_and_the_window_is_split(fake_openai: FakeOpenAIServer) -> None:
+    # An endpoint that cut the answer but still said "tool_calls": the JSON ends mid-string.
+    cut = tool_call_reply("Extraction", '{"entities": [{"name": "Alice Ch')
+    fake_openai.enqueue(
+        cut,
+        cut,
+        cut,
+        tool_call_reply("Extraction", GOOD),
+        tool_call_reply("Extraction", {"entities": [], "relations": []}),
+    )
+    async with extractor(fake_openai) as ex:
+        snapshots = await ex.extract(ENTRIES, tape="t")
+    assert [(s.first_entry_id, s.last_entry_id) for s in snapshots] == [(1, 2), (3, 4)]
+    assert [e.key for e in snapshots[0].entities] == ["person:alice-chen", "project:project-apollo"]
+
+
+def test_windows_are_planned_to_fit_the_backends_context() -> None:
+    class SmallContext:
+        context_tokens = 4096
+
+        async def create(self, **kwargs: Any) -> Any:
+            raise AssertionError("not called")
+
+        async def aclose(self) -> None:
+            return None
+
+    small = Extractor(model="local:/x.gguf", prompt="extract@1", backend=SmallContext())
+    # 4096 - 1024 (answer) - 2000 (prompt) - 250 (overlap) - 50 x 12 (known entities) = 222 -> the 300 floor.
+    assert small.chunk_tokens == 300 and small.max_output_tokens == 1024
+    SmallContext.context_tokens = 32_768
+    assert Extractor(model="local:/x.gguf", prompt="extract@1", backend=SmallContext()).chunk_tokens == 1500
+    assert extractor_without_context().chunk_tokens == 3000
+
+
+def extractor_without_context() -> Extractor:
+    return Extractor(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", prompt="extract@1")
 
 
 async def test_evidence_outside_the_window_is_reasked(fake_openai: FakeOpenAIServer) -> None:
@@ -191,7 +277,8 @@ async def test_a_refusal_in_plain_text_is_reasked(fake_openai: FakeOpenAIServer)
 
 
 async def test_validation_that_never_succeeds_raises_with_the_usage(fake_openai: FakeOpenAIServer) -> None:
-    bad = tool_call_reply("Extraction", '{"entities": [')
+    # Not cut (that would be split), not an item to drop: a shape nothing can be kept from.
+    bad = tool_call_reply("Extraction", '{"entities": "none"}')
     fake_openai.enqueue(bad, bad, bad)
     async with extractor(fake_openai) as ex:
         with pytest.raises(ValidationExhaustedError) as caught:
@@ -199,7 +286,7 @@ async def test_validation_that_never_succeeds_raises_with_the_usage(fake_openai:
     assert len(fake_openai.requests) == 3  # the answer plus two re-asks
     error = caught.value
     assert error.usage.attempts == 3 and error.usage.requests == 3 and error.usage.prompt_tokens == 300
-    assert error.last_output == '{"entities": [' and error.model == "fake-model"
+    assert error.last_output == '{"entities": "none"}' and error.model == "fake-model"
     assert "attempts=3" in str(error)
 
 

@@ -7,6 +7,7 @@ with the packaged smoke-test model (needs ``make setup-local``).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -61,10 +62,12 @@ def test_a_missing_gguf_file_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, t
 class RecordingModel:
     """Stands in for ``llama_cpp.Llama``: records each request, answers after a short pause."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, content: str = '{"entities": []}', finish_reason: str = "stop") -> None:
         self.requests: list[dict[str, Any]] = []
         self.running = 0
         self.most_at_once = 0
+        self.content = content
+        self.finish_reason = finish_reason
 
     def create_chat_completion_openai_v1(self, **request: Any) -> dict[str, Any]:
         self.running += 1
@@ -74,16 +77,52 @@ class RecordingModel:
         self.running -= 1
         return {"answered": len(self.requests)}
 
+    def create_chat_completion(self, **request: Any) -> dict[str, Any]:
+        self.requests.append(request)
+        return {
+            "id": "cmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "x.gguf",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": self.content},
+                    "finish_reason": self.finish_reason,
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
 
-def _backend(model: RecordingModel) -> LocalBackend:
-    backend = LocalBackend(Path("unused.gguf"))
+
+class FakeGrammar:
+    """Stands in for ``llama_cpp.LlamaGrammar``: remembers the schema it was built from."""
+
+    def __init__(self, schema: str) -> None:
+        self.schema = json.loads(schema)
+
+    @classmethod
+    def from_json_schema(cls, schema: str, verbose: bool = True) -> FakeGrammar:
+        return cls(schema)
+
+
+@pytest.fixture
+def fake_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``llama_cpp`` module holding only the grammar class the backend uses."""
+    module = type(sys)("llama_cpp")
+    module.LlamaGrammar = FakeGrammar  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "llama_cpp", module)
+
+
+def _backend(model: RecordingModel, *, chat_format: str | None = None) -> LocalBackend:
+    backend = LocalBackend(Path("unused.gguf"), chat_format=chat_format)
     backend._llm = model  # skip loading a real file
     return backend
 
 
-async def test_requests_fold_system_into_the_first_user_message_and_drop_endpoint_fields() -> None:
+async def test_gemma_requests_fold_system_into_the_first_user_message_and_drop_endpoint_fields() -> None:
     model = RecordingModel()
-    await _backend(model).create(
+    await _backend(model, chat_format="gemma").create(
         model="local",
         timeout=30,
         max_tokens=64,
@@ -103,11 +142,55 @@ async def test_requests_fold_system_into_the_first_user_message_and_drop_endpoin
     assert request["repeat_penalty"] == 1.1 and request["temperature"] == 0.0
 
 
-async def test_a_system_only_request_becomes_a_user_message() -> None:
+async def test_a_gemma_system_only_request_becomes_a_user_message() -> None:
     model = RecordingModel()
-    await _backend(model).create(messages=[{"role": "system", "content": "RULES"}], temperature=0.3)
+    await _backend(model, chat_format="gemma").create(
+        messages=[{"role": "system", "content": "RULES"}], temperature=0.3
+    )
     assert model.requests[0]["messages"] == [{"role": "user", "content": "RULES"}]
     assert model.requests[0]["temperature"] == 0.3  # a caller's setting wins over the default
+
+
+async def test_a_model_with_its_own_template_keeps_the_system_role() -> None:
+    model = RecordingModel()
+    messages = [{"role": "system", "content": "RULES"}, {"role": "user", "content": "TEXT"}]
+    await _backend(model).create(messages=messages)
+    assert model.requests[0]["messages"] == messages
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "Extraction",
+            "parameters": {"type": "object", "properties": {"entities": {"type": "array"}}},
+        },
+    }
+]
+FORCED = {"type": "function", "function": {"name": "Extraction"}}
+
+
+@pytest.mark.usefixtures("fake_llama_cpp")
+async def test_a_forced_tool_call_is_decoded_under_its_schema_without_the_schema_in_the_prompt() -> None:
+    model = RecordingModel(content='{"entities": []}')
+    messages = [{"role": "system", "content": "RULES"}, {"role": "user", "content": "TEXT"}]
+    response = await _backend(model).create(messages=messages, tools=TOOLS, tool_choice=FORCED, max_tokens=99)
+    (request,) = model.requests
+    assert "tools" not in request and "tool_choice" not in request  # nothing for the template to render
+    assert request["messages"] == messages
+    assert request["grammar"].schema == cast("dict[str, Any]", TOOLS[0]["function"])["parameters"]
+    assert request["max_tokens"] == 99
+    choice = response.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.tool_calls is not None
+    call: Any = choice.message.tool_calls[0]
+    assert (call.function.name, call.function.arguments) == ("Extraction", '{"entities": []}')
+
+
+@pytest.mark.usefixtures("fake_llama_cpp")
+async def test_an_answer_cut_at_the_output_limit_says_length() -> None:
+    model = RecordingModel(content='{"entities": [{"na', finish_reason="length")
+    response = await _backend(model).create(messages=[], tools=TOOLS, tool_choice=FORCED)
+    assert response.choices[0].finish_reason == "length"
 
 
 async def test_one_request_at_a_time() -> None:

@@ -11,9 +11,13 @@ entries becomes one extraction call:
    re-asked with the error, at most ``RetryPolicy.reasks`` times;
 4. return a :class:`.models.Snapshot` with the usage of every attempt.
 
-When the bounds run out the call raises a typed :class:`.errors.ExtractionError`
-carrying the cause and the usage; it never returns an empty snapshot as if nothing
-had been said. Output cut at the token limit is retried once per half of the window.
+When the re-asks run out on an answer that still breaks a rule, the items that pass
+every rule are kept and the others dropped, each with the validator's reason on the
+snapshot (:attr:`.models.Snapshot.dropped`): a bad relation costs that relation, not the
+window. Other failures raise a typed :class:`.errors.ExtractionError` carrying the
+cause and the usage; the extractor never returns an empty snapshot as if nothing had
+been said. Output cut at the token limit (however it shows: a ``length`` finish, or
+JSON that ends mid-way) is extracted again in halves of the window.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from bub_semantic_memory.errors import (
     ValidationExhaustedError,
 )
 from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.local_models import is_local_spec
 from bub_semantic_memory.models import Entity, Relation, Snapshot, Usage
 from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
 from bub_semantic_memory.redact import Redactor
@@ -45,11 +50,13 @@ from bub_semantic_memory.schema import (
     Constraints,
     ExtractionResponse,
     KnownEntity,
+    Salvage,
     ValidationScope,
     build_entities_model,
     build_relations_model,
     build_response_model,
     candidate_names,
+    salvage,
     validation_scope,
 )
 from bub_semantic_memory.transcript import LineLimits, coerce_entries
@@ -74,6 +81,13 @@ MODES: dict[str, instructor.Mode] = {
     "json": instructor.Mode.JSON,
 }
 _MAX_SPLIT_DEPTH = 3
+_DEFAULT_CHUNK_TOKENS = 3000
+_LOCAL_CHUNK_TOKENS = 1500
+_MIN_CHUNK_TOKENS = 300
+# A generous estimate of a prompt's fixed part (instructions, ontology) in tokens, and of
+# one listed known entity; the planner keeps a window within what is left of the context.
+_PROMPT_OVERHEAD_TOKENS = 2000
+_KNOWN_ENTITY_TOKENS = 12
 
 
 def _resolve_mode(mode: str) -> str:
@@ -95,10 +109,11 @@ class Extractor:
         prompt: a prompt reference (``extract@2``) or a loaded :class:`PromptTemplate`.
         prompts: where references are looked up (default: the bundled prompts).
         retry: re-ask and transport bounds (default :class:`RetryPolicy`; one re-ask for ``local``).
-        chunk_tokens: estimated tokens of new transcript per call (default 3000; 1200 for ``local``).
+        chunk_tokens: estimated tokens of new transcript per call (default 3000; for a backend
+            with a known context size, what fits beside the prompt and the output).
         overlap_lines / overlap_tokens: earlier context per call (already extracted).
         max_known_entities: known entities listed in the prompt.
-        max_output_tokens: ``max_tokens`` of each request (default 2048; 512 for ``local``).
+        max_output_tokens: ``max_tokens`` of each request (default 2048; 1024 for ``local``).
         redactor: secret redaction for everything rendered (default on).
         backend: a ready :class:`ChatBackend` (overrides model/base_url routing).
         http_client: an ``httpx.AsyncClient`` for the OpenAI backend (tests, proxies).
@@ -132,23 +147,37 @@ class Extractor:
         self.prompt = (
             prompt if isinstance(prompt, PromptTemplate) else (prompts or PromptLibrary()).load(prompt)
         )
-        local = model == "local" or model.startswith("local:")
+        local = is_local_spec(model)
         # In-process calls are slow (seconds of CPU each) and a grammar already keeps them
         # schema-valid: one re-ask, and a longer deadline.
-        self.retry = retry or (RetryPolicy(reasks=1, deadline_s=300.0) if local else RetryPolicy())
-        # A small local model has a 4k context and decodes slowly under a grammar: smaller windows.
-        self.chunk_tokens = chunk_tokens or (1200 if local else 3000)
+        self.retry = retry or (RetryPolicy(reasks=1, deadline_s=600.0) if local else RetryPolicy())
         self.overlap_lines = overlap_lines
         self.overlap_tokens = overlap_tokens
         self.max_known_entities = max_known_entities
-        self.max_output_tokens = max_output_tokens or (512 if local else 2048)
+        self.max_output_tokens = max_output_tokens or (1024 if local else 2048)
         self.temperature = temperature
         self.redactor = redactor if redactor is not None else Redactor()
         self.line_limits = line_limits
         self.backend = backend or self._make_backend(base_url, api_key, http_client)
+        self.chunk_tokens = chunk_tokens or self._fitting_chunk_tokens()
+
+    def _fitting_chunk_tokens(self) -> int:
+        """New transcript per call: 3000 tokens, or less when the backend's context is smaller.
+
+        A window must fit beside the prompt's fixed part, the overlap, the known entities
+        and the answer; a local model opened with a small context would otherwise reject
+        the request ("Requested tokens exceed context window").
+        """
+        context = getattr(self.backend, "context_tokens", None)
+        if not isinstance(context, int):
+            return _DEFAULT_CHUNK_TOKENS
+        budget = context - self.max_output_tokens - _PROMPT_OVERHEAD_TOKENS - self.overlap_tokens
+        budget -= self.max_known_entities * _KNOWN_ENTITY_TOKENS
+        # Small models extract better (and a CPU answers sooner) from short windows.
+        return max(_MIN_CHUNK_TOKENS, min(_LOCAL_CHUNK_TOKENS, budget))
 
     def _make_backend(self, base_url: str | None, api_key: str | None, http_client: Any) -> ChatBackend:
-        if self.model == "local" or self.model.startswith("local:"):
+        if is_local_spec(self.model):
             from bub_semantic_memory.local import LocalBackend
 
             return LocalBackend.from_model_spec(self.model)
@@ -269,13 +298,14 @@ class Extractor:
         entities: list[Entity] = []
         relations: list[Relation] = []
         ledger = CallLedger(self.retry)
+        dropped: list[str] = []
         if window.lines:
             known_all = _known_entities(memory, learned or {})
             listed = self._listed_known(memory, learned or {}, window)
             if self.prompt.strategy == "two_step":
-                entities, relations = await self._two_step(window, known_all, listed, ledger)
+                entities, relations = await self._two_step(window, known_all, listed, ledger, dropped)
             else:
-                entities, relations = await self._single(window, known_all, listed, ledger)
+                entities, relations = await self._single(window, known_all, listed, ledger, dropped)
         usage = ledger.finish()
         return Snapshot(
             tape=tape,
@@ -287,6 +317,7 @@ class Extractor:
             usage=usage,
             entities=tuple(self._redacted(e) for e in entities),
             relations=tuple(relations),
+            dropped=tuple(self.redactor(reason) for reason in dropped),
         )
 
     def _redacted(self, entity: Entity) -> Entity:
@@ -332,7 +363,12 @@ class Extractor:
         )
 
     async def _single(
-        self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
+        self,
+        window: Window,
+        known: dict[str, KnownEntity],
+        listed: list[KnownEntity],
+        ledger: CallLedger,
+        dropped: list[str],
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="all", entities=[])
         model = build_response_model(
@@ -340,7 +376,7 @@ class Extractor:
             reasoning=self.prompt.reasoning,
             constraints=self._constraints(window, listed),
         )
-        response = await self._ask(model, messages, self._scope(window, known), ledger)
+        response = await self._ask(model, messages, self._scope(window, known), ledger, dropped)
         return response.resolved()
 
     def _constraints(self, window: Window, listed: Sequence[KnownEntity]) -> Constraints:
@@ -361,14 +397,19 @@ class Extractor:
         return Constraints(turns=turns, names=tuple(dict.fromkeys([*spans, *(k.name for k in listed)])))
 
     async def _two_step(
-        self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
+        self,
+        window: Window,
+        known: dict[str, KnownEntity],
+        listed: list[KnownEntity],
+        ledger: CallLedger,
+        dropped: list[str],
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="entities", entities=[])
         constraints = self._constraints(window, listed)
         model = build_entities_model(
             self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=constraints
         )
-        found = await self._ask(model, messages, self._scope(window, known), ledger)
+        found = await self._ask(model, messages, self._scope(window, known), ledger, dropped)
         entities, _ = found.resolved()
         candidates = {e.key: KnownEntity(e.key, e.name, e.type, e.aliases) for e in entities}
         endpoints = {k.name: k.type for k in listed if k.key not in candidates}
@@ -382,7 +423,7 @@ class Extractor:
             return entities, []
         scope = self._scope(window, {**known, **candidates})
         messages = self._messages(window, listed, step="relations", entities=entities)
-        linked = await self._ask(relations_model, messages, scope, ledger)
+        linked = await self._ask(relations_model, messages, scope, ledger, dropped)
         return entities, linked.resolved()[1]
 
     async def _ask(
@@ -391,7 +432,8 @@ class Extractor:
         messages: list[dict[str, str]],
         scope: ValidationScope,
         ledger: CallLedger,
-    ) -> ExtractionResponse:
+        dropped: list[str],
+    ) -> ExtractionResponse | Salvage:
         async def send(**kwargs: Any) -> ChatCompletion:
             return await send_with_retries(ledger, lambda: self.backend.create(**kwargs))
 
@@ -409,9 +451,39 @@ class Extractor:
                 )
         except Exception as exc:
             ledger.usage.reasks += max(0, ledger.usage.attempts - attempts_before - 1)
-            raise self._failure(exc, ledger) from exc
+            failure = self._failure(exc, ledger)
+            kept = self._salvage(failure, response_model, scope, ledger)
+            if kept is None:
+                raise failure from exc
+            logger.info(
+                "kept %d item(s), dropped %d: %s",
+                len(kept.entities) + len(kept.relations),
+                len(kept.dropped),
+                "; ".join(kept.dropped)[:300],
+            )
+            dropped.extend(kept.dropped)
+            return kept
         ledger.usage.reasks += max(0, ledger.usage.attempts - attempts_before - 1)
         return result
+
+    def _salvage(
+        self,
+        failure: ExtractionError,
+        response_model: type[ExtractionResponse],
+        scope: ValidationScope,
+        ledger: CallLedger,
+    ) -> Salvage | None:
+        """What validates of the last answer, when the failure is a rule the answer kept breaking.
+
+        Truncated output and too many items are split instead; transport failures have no answer;
+        an answer with nothing valid in it is a failure, not an empty success.
+        """
+        if not isinstance(failure, ValidationExhaustedError) or failure.too_many_items:
+            return None
+        kept = salvage(response_model, ledger.last_output, scope)
+        if kept is None or not kept.dropped or not (kept.entities or kept.relations):
+            return None  # nothing valid to keep: the window failed
+        return kept
 
     def _failure(self, exc: Exception, ledger: CallLedger) -> ExtractionError:
         usage = ledger.finish()
@@ -422,7 +494,7 @@ class Extractor:
             "last_output": ledger.last_output,
         }
         cause: BaseException | None = exc.__cause__ if isinstance(exc, InstructorRetryException) else exc
-        if isinstance(exc, IncompleteOutputException):
+        if isinstance(exc, IncompleteOutputException) or _cut_json(cause):
             return OutputTruncatedError(
                 f"the model stopped at its output limit ({self.max_output_tokens} tokens)", **details
             )
@@ -439,6 +511,15 @@ class Extractor:
                 **details,
             )
         return ExtractionError(f"extraction failed: {type(exc).__name__}: {exc}", **details)
+
+
+def _cut_json(cause: BaseException | None) -> bool:
+    """Whether a validation error says the JSON ended mid-way: output cut at the token limit
+    by an endpoint that did not report ``finish_reason: length``."""
+    if not isinstance(cause, ValidationError):
+        return False
+    errors = cause.errors()
+    return any(e.get("type") == "json_invalid" and "EOF while parsing" in str(e.get("msg")) for e in errors)
 
 
 def _charged(error: ExtractionError, carried: Usage | None) -> ExtractionError:

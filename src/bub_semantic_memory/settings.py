@@ -16,6 +16,8 @@ import bub
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
+from bub_semantic_memory.local_models import is_local_spec
+
 __all__ = ["ModelEndpoint", "SemanticMemorySettings", "load_settings", "resolve_endpoint"]
 
 # OpenAI-compatible base URLs of bub providers whose any-llm provider has no explicit api_base.
@@ -105,7 +107,7 @@ def resolve_endpoint(settings: SemanticMemorySettings) -> ModelEndpoint | None:
     configured with a provider that speaks another API and no base URL given).
     """
     api_key = settings.api_key.get_secret_value() if settings.api_key else None
-    if settings.model and (settings.base_url or settings.model.startswith("local")):
+    if settings.model and (settings.base_url or is_local_spec(settings.model)):
         return ModelEndpoint(settings.model, settings.base_url, api_key)
     from bub.builtin.settings import load_settings as load_bub_settings
 

@@ -194,6 +194,7 @@ def test_summary_table_columns_and_rows() -> None:
         "Latency p50 (s)",
         "Latency p95 (s)",
         "Failed fixtures",
+        "Dropped items",
     ]
     for label in labels:
         assert len(row_cells(text, label)) == 4, label
@@ -201,7 +202,12 @@ def test_summary_table_columns_and_rows() -> None:
     assert row_cells(text, "First-try valid") == ["First-try valid", "50.0%", "100.0%", "+50.0 pp"]
     assert row_cells(text, "Mean attempts") == ["Mean attempts", "1.50", "1.00", "-0.50"]
     # One of the two fixtures came from the cache: the token counts say so.
-    assert row_cells(text, "Prompt tokens") == ["Prompt tokens", "12,345 (1/2 from cache)", "12,345 (1/2 from cache)", ""]
+    assert row_cells(text, "Prompt tokens") == [
+        "Prompt tokens",
+        "12,345 (1/2 from cache)",
+        "12,345 (1/2 from cache)",
+        "",
+    ]
     assert row_cells(text, "Failed fixtures") == ["Failed fixtures", "1", "0", ""]
 
 
@@ -365,6 +371,7 @@ def test_markdown_snapshot() -> None:
 | Latency p50 (s) | 0.50 |
 | Latency p95 (s) | 0.50 |
 | Failed fixtures | 0 |
+| Dropped items | 0 |
 
 ## Comparisons
 

@@ -139,7 +139,7 @@ def run(
     non-entities) is reported before the run starts.
     """
     from bub_semantic_memory.evals.runner import RunOptions, run_eval
-    from bub_semantic_memory.local import model_note
+    from bub_semantic_memory.local_models import model_note
     from bub_semantic_memory.prompts import PromptLibrary
 
     if replay and no_cache:

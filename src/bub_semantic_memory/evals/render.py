@@ -214,6 +214,7 @@ _SUMMARY_ROWS: tuple[_SummaryRow, ...] = (
     _SummaryRow("Latency p50 (s)", lambda m: m.latency_p50_s, _two_decimals, cache_note="latency"),
     _SummaryRow("Latency p95 (s)", lambda m: m.latency_p95_s, _two_decimals, cache_note="latency"),
     _SummaryRow("Failed fixtures", lambda m: m.failed_fixtures, _count),
+    _SummaryRow("Dropped items", lambda m: m.dropped_items, _count),
 )
 
 
@@ -422,6 +423,7 @@ def _has_diff(result: FixtureResult) -> bool:
         or result.spurious_entities
         or result.missed_relations
         or result.spurious_relations
+        or result.dropped
     )
 
 
@@ -432,6 +434,7 @@ def _diff_lists(result: FixtureResult) -> Iterator[tuple[str, str, list[str]]]:
         ("Spurious entities", "spurious", result.spurious_entities),
         ("Missed relations", "missed", result.missed_relations),
         ("Spurious relations", "spurious", result.spurious_relations),
+        ("Dropped items (broke a rule after the re-asks)", "spurious", result.dropped),
     ):
         if items:
             yield title, kind, items

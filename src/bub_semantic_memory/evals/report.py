@@ -69,6 +69,9 @@ class FixtureResult(FixtureDiff):
     usage: Usage = Field(default_factory=Usage)
     call_latencies_s: list[float] = Field(default_factory=list)
     requests_made: int = 0
+    dropped: list[str] = Field(
+        default_factory=list, description="Items the model kept getting wrong, left out with a reason each."
+    )
     prediction: Prediction
 
 
@@ -94,6 +97,7 @@ class Metrics(BaseModel):
         default=0, description="HTTP requests made by this run (0 for a cached re-run)."
     )
     cached_fixtures: int = 0
+    dropped_items: int = Field(default=0, description="Answer items left out after the re-asks, summed.")
     latency_p50_s: float | None = Field(
         default=None, description="Median call latency of fixtures extracted in this run (None: all cached)."
     )

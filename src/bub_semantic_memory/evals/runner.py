@@ -37,7 +37,7 @@ from bub_semantic_memory.evals.report import (
 from bub_semantic_memory.evals.scoring import FixtureScore, ScoringConfig, aggregate, score_fixture
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.local import model_note
+from bub_semantic_memory.local_models import is_local_spec, model_note
 from bub_semantic_memory.models import Snapshot, Usage
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.prompts import PromptTemplate
@@ -201,6 +201,7 @@ class _PromptRunner:
             usage=usage,
             call_latencies_s=[s.usage.latency_s for s in calls],
             requests_made=outcome.requests_made,
+            dropped=[reason for s in outcome.snapshots for reason in s.dropped],
             prediction=prediction,
             **score.diff_fields(),
         )
@@ -231,6 +232,7 @@ def _metrics(results: Sequence[FixtureResult], scores: Sequence[FixtureScore]) -
         completion_tokens=sum(r.usage.completion_tokens for r in results),
         requests_made=sum(r.requests_made for r in results),
         cached_fixtures=sum(1 for r in results if r.cached),
+        dropped_items=sum(len(r.dropped) for r in results),
         latency_p50_s=round(percentile(latencies, 0.5), 3) if latencies else None,
         latency_p95_s=round(percentile(latencies, 0.95), 3) if latencies else None,
     )
@@ -253,7 +255,7 @@ def _make_backend(options: RunOptions) -> ChatBackend | None:
     """One backend shared by every prompt version (a local model is loaded once)."""
     if options.backend is not None:
         return options.backend
-    if options.model == "local" or options.model.startswith("local:"):
+    if is_local_spec(options.model):
         from bub_semantic_memory.local import LocalBackend
 
         return LocalBackend.from_model_spec(options.model)

