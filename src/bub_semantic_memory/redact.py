@@ -99,22 +99,66 @@ DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (
     ("perplexity_key", r"\bpplx-[A-Za-z0-9]{40,}"),
     ("postman_key", r"\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b"),
     ("bearer_token", r"(?i)(?<=\bbearer\s)[A-Za-z0-9\-._~+/]{12,}=*|(?<=\bbasic\s)[A-Za-z0-9+/]{12,}=*"),
-    ("url_credentials", r"(?<=://)[^\s:/@]+:[^\s@/]+(?=@)"),
+    ("url_credentials", r"(?<=://)[^\s:/@]*:[^\s@/]+(?=@)"),
 )
 """The project's own patterns: providers and forms detect-secrets has no detector for."""
 
 _ASSIGNMENT = re.compile(
     # Key and value may be quoted; inside JSON-encoded text (tool arguments and results,
     # possibly encoded twice) the quotes are escaped: {\"password\": \"hunter2\"}.
-    rf"""(?ix)(?<![A-Za-z0-9])(?:{_ASSIGNMENT_KEYS})(?:\\*["'])?\s*[:=]\s*"""
+    rf"""(?ix)(?<![A-Za-z0-9])(?P<key>{_ASSIGNMENT_KEYS})(?:\\*["'])?\s*[:=]\s*"""
     r"""(?:(?P<esc>\\+)"(?P<v1>[^"\\\n]{3,})(?P=esc)"|"(?P<v2>[^"\n]{3,})"|'(?P<v3>[^'\n]{3,})'"""
     r"""|(?P<v4>[^\s"',;}{)\]\\]{3,}))"""
 )
 _PROSE = re.compile(
     r"(?i)\b(?:password|passphrase|passcode|passwd|pin|secret|token|api[ _-]?key|access[ _-]?key)"
-    r"(?:\s+(?:for|of|to|on)\s+[^\s]{1,40})?\s+(?:is|was|is\s+now|was\s+set\s+to|:)\s+"
-    r"[\"'“‘`]?(?P<value>[^\s\"'”’`]{4,}?)[\"'”’`]?(?=[\s.,;!?)]*(?:\s|$))"
+    r"(?:\s+(?:for|of|to|on|at)(?:\s+[^\s]{1,40}){1,3}?)?\s+(?:is|was|is\s+now|was\s+set\s+to|:)\s+"
+    r"(?:\\*[\"'“‘`])?(?P<value>[^\s\"'”’`\\]{4,})"
 )
+# Words that say what state a secret is in ("the token is expired"), not what it is.
+_PROSE_STATES = frozenset(
+    {
+        "expired",
+        "invalid",
+        "missing",
+        "wrong",
+        "correct",
+        "valid",
+        "revoked",
+        "required",
+        "needed",
+        "ready",
+        "here",
+        "there",
+        "fine",
+        "stored",
+        "saved",
+        "rotated",
+        "empty",
+        "unset",
+        "blank",
+        "same",
+        "different",
+        "changed",
+        "compromised",
+        "leaked",
+        "broken",
+        "working",
+        "available",
+        "attached",
+        "encrypted",
+        "hashed",
+        "hidden",
+        "private",
+        "public",
+        "weak",
+        "strong",
+        "still",
+        "case-sensitive",
+        "shared",
+    }
+)
+_SENTENCE_END = ".,;:!?)"  # after an unquoted value: the sentence's, not the secret's
 # Every keyword, assignment and prose rule needs one of these words; most lines have none.
 _KEYWORD_HINT = re.compile(r"(?i)pass|pwd|secret|key|token|contrase|\bpin\b")
 _GIT_WORD = re.compile(
@@ -291,9 +335,17 @@ def _keyword_finds(text: str, finders: _Finders) -> Iterator[_Find]:
                 yield _Find(*span, 4, "secret")
     for match in _ASSIGNMENT.finditer(text):
         value = next(name for name in ("v1", "v2", "v3", "v4") if match.group(name) is not None)
-        yield _Find(match.start(value), match.end(value), 5, "secret")
+        if match.group("key").lower() == "pwd" and match.group(value)[0] in "/~":
+            continue  # the shell's working directory
+        start, end = match.span(value)
+        if value == "v4":
+            end = start + len(text[start:end].rstrip(_SENTENCE_END))
+        yield _Find(start, end, 5, "secret")
     for match in _PROSE.finditer(text):
-        yield _Find(match.start("value"), match.end("value"), 6, "secret")
+        start, end = match.span("value")
+        end = start + len(text[start:end].rstrip(_SENTENCE_END))
+        if end - start >= 4 and text[start:end] not in _PROSE_STATES:
+            yield _Find(start, end, 6, "secret")
 
 
 def _secret_span(match: re.Match[str]) -> tuple[int, int]:
@@ -324,12 +376,15 @@ def _keyword_value(match: re.Match[str], group: int, word: re.Pattern[str]) -> t
 
     detect-secrets lets any word characters follow the keyword (``password_hash``,
     ``secretKey``); a lower-case letter other than a plural ``s`` makes another word
-    (``secretary``, ``passwordless``), which is not a credential.
+    (``secretary``, ``passwordless``), which is not a credential. ``pwd: /path`` is a
+    working directory.
     """
     keyword_group = next(
         i for i in range(1, (match.re.groups or 0) + 1) if match.group(i) and word.fullmatch(match.group(i))
     )
     keyword_end = match.end(keyword_group)
+    if match.group(keyword_group).lower() == "pwd" and match.string[match.start(group)] in "/~":
+        return None  # the shell's working directory, not a password
     rest = match.string[keyword_end : keyword_end + 2]
     if rest[:1].islower() and not (rest[:1] == "s" and not rest[1:2].isalnum()):
         return None
@@ -338,8 +393,7 @@ def _keyword_value(match: re.Match[str], group: int, word: re.Pattern[str]) -> t
     if not quoted:
         space = re.search(r"\s", match.string[start:end])
         end = start + space.start() if space else end
-        while end > start and match.string[end - 1] in ".,;:!?)":  # the sentence's, not the secret's
-            end -= 1
+        end = start + len(match.string[start:end].rstrip(_SENTENCE_END))
     return (start, end) if end > start else None
 
 
