@@ -13,7 +13,17 @@ from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.redact import Redactor
 from bub_semantic_memory.transcript import Entry, render_transcript
 from tests.conftest import REPO
-from tests.helpers.secret_corpus import CORPUS, ISSUE_AWS_SECRET, Secret, hits, planted_entries
+from tests.helpers.secret_corpus import (
+    CORPUS,
+    IDENTIFIERS,
+    ISSUE_AWS_SECRET,
+    PLACES,
+    Identifier,
+    Secret,
+    hits,
+    placed,
+    planted_entries,
+)
 
 FIXTURES = load_fixtures(REPO / "evals" / "fixtures")
 
@@ -73,46 +83,24 @@ def test_the_fixtures_with_planted_secrets_are_redacted() -> None:
         assert "hunter2" not in redacted
 
 
-KEPT = {
-    "git commit in git log output": "commit 3b98398c1e2f4a5b6c7d8e9f0a1b2c3d4e5f6a7b\nAuthor: Marta",
-    "git sha after rev-parse HEAD": "git rev-parse HEAD returned 3b98398c1e2f4a5b6c7d8e9f0a1b2c3d4e5f6a7b",
-    "merge commit in prose": "merged in 5e0c1f2a3b4c5d6e7f8091a2b3c4d5e6f7081920 yesterday",
-    "short commit hashes": "3b98398 fix: cut long lines; a7b539e docs",
-    "container digest": "image sha256:9b2f6c1d0e8a7b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4",
-    "UUID": "request 123e4567-e89b-12d3-a456-426614174000 failed",
-    "ticket ids": "QUILL-4821, PROJ-42 and #1234 are open",
-    "dates and times": "due 2026-03-14T09:30:00Z, moved to 14/03/2026 at 9:30",
-    "version numbers": "upgrade from v2.14.3 to 3.0.0-rc.1",
-    "MongoDB ObjectId": "ObjectId 507f1f77bcf86cd799439011",
-    "file path": "/home/marta/src/quillstack/services/billing_worker/handlers.py",
-    "URL with a fragment": "https://github.com/quillstack/api/pull/4821#discussion_r1234567890",
-    "e-mail address": "write to marta.kowalski@quillstack.example",
-    "IP addresses": "10.0.3.17 and 52.14.200.1",
-    "long identifier": "AbstractSingletonProxyFactoryBeanConfigurationProvider",
-    "snake_case test name": "test_a_bub_turn_with_secrets_stores_and_sends_none",
-    "keyword inside another word": "secretary: Maria Lopez; passwordless login for Ana",
-    "working directory": "pwd: /work/quillstack",
-    "secret in a state sentence": "the token is expired, ask Ana for a new one",
-    "a word after 'secret'": "secret santa is on 2026-12-18",
-}
-
-
-@pytest.mark.parametrize("label", list(KEPT))
-def test_redaction_keeps_ordinary_identifiers(label: str) -> None:
+@pytest.mark.parametrize("identifier", IDENTIFIERS, ids=lambda i: i.label)
+def test_redaction_decides_ordinary_identifiers_per_kind(identifier: Identifier) -> None:
     redactor = Redactor()
-    assert redactor(KEPT[label]) == KEPT[label]
-    assert sum(redactor.counts.values()) == 0
+    redacted = redactor(identifier.text)
+    if identifier.kept:
+        assert redacted == identifier.text
+        assert sum(redactor.counts.values()) == 0
+    else:
+        assert "[REDACTED:high_entropy]" in redacted
 
 
-MASKED = {
-    "40 hex digits with no git word before them": "3b98398c1e2f4a5b6c7d8e9f0a1b2c3d4e5f6a7b",
-    "a UUID without dashes (32 hex digits)": "id 123e4567e89b12d3a456426614174000",
-}
-
-
-@pytest.mark.parametrize("label", list(MASKED))
-def test_redaction_masks_identifiers_it_cannot_tell_from_tokens(label: str) -> None:
-    assert "[REDACTED:high_entropy]" in Redactor()(MASKED[label])
+@pytest.mark.parametrize("place", PLACES)
+def test_redaction_removes_the_corpus_from_each_place_alone(place: str) -> None:
+    for secret in CORPUS:
+        row = placed(secret, place)
+        entry = Entry(row["id"], row["kind"], row["payload"])
+        assert hits(render_transcript([entry]).text().encode(), secret) > 0, secret.kind
+        assert hits(render_transcript([entry], redact=Redactor()).text().encode(), secret) == 0, secret.kind
 
 
 def test_redaction_is_idempotent() -> None:

@@ -26,12 +26,15 @@ __all__ = [
     "CORPUS",
     "CUSTOM",
     "CUSTOM_PATTERN",
+    "IDENTIFIERS",
     "ISSUE_AWS_SECRET",
     "PLACES",
+    "Identifier",
     "Secret",
     "fragments",
     "hits",
     "needle_of",
+    "placed",
     "planted_entries",
     "tape_lines",
 ]
@@ -399,6 +402,127 @@ PLACES = (
     "tool result (string)",
     "tool result (object)",
 )
+
+
+def placed(secret: Secret, place: str, entry_id: int = 1) -> dict[str, Any]:
+    """One tape row holding ``secret`` in one of :data:`PLACES` only."""
+    payload: dict[str, Any]
+    match place:
+        case "user message":
+            kind, payload = "message", {"role": "user", "content": f"Quillstack staging uses:\n{secret.text}"}
+        case "tool-call arguments (string)":
+            arguments: str | dict[str, Any] = json.dumps({"cmd": f"deploy --env staging '{secret.text}'"})
+            kind, payload = (
+                "tool_call",
+                {"calls": [{"id": "c1", "function": {"name": "shell", "arguments": arguments}}]},
+            )
+        case "tool-call arguments (object)":
+            arguments = {"headers": {"X-Api": secret.text}}
+            kind, payload = (
+                "tool_call",
+                {"calls": [{"id": "c1", "function": {"name": "http", "arguments": arguments}}]},
+            )
+        case "tool result (string)":
+            kind, payload = "tool_result", {"results": [f"deployed Quillstack with {secret.text}"]}
+        case "tool result (object)":
+            kind, payload = "tool_result", {"results": [{"stdout": f"config: {secret.text}\n", "code": 0}]}
+        case _:
+            raise ValueError(place)
+    return {"id": entry_id, "kind": kind, "payload": payload, "meta": {}, "date": "2026-01-05T09:00:00+00:00"}
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """An ordinary value conversations carry, and whether redaction keeps it (and why)."""
+
+    label: str
+    text: str
+    kept: bool
+    why: str
+
+
+IDENTIFIERS: tuple[Identifier, ...] = (
+    Identifier(
+        "git commit id in `git log` output",
+        "commit 3b98398c1e2f4a5b6c7d8e9f0a1b2c3d4e5f6a7b\nAuthor: Marta",
+        True,
+        "40/64 hex after a git word",
+    ),
+    Identifier(
+        "git id after `rev-parse HEAD`",
+        "git rev-parse HEAD returned 3b98398c1e2f4a5b6c7d8e9f0a1b2c3d4e5f6a7b",
+        True,
+        "40/64 hex after a git word",
+    ),
+    Identifier(
+        "merge commit in prose",
+        "merged in 5e0c1f2a3b4c5d6e7f8091a2b3c4d5e6f7081920 yesterday",
+        True,
+        "40/64 hex after a git word",
+    ),
+    Identifier("short commit ids", "3b98398 fix: cut long lines; a7b539e docs", True, "hex under 32 digits"),
+    Identifier(
+        "container image digest",
+        "image sha256:9b2f6c1d0e8a7b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4",
+        True,
+        "64 hex after `sha256`",
+    ),
+    Identifier(
+        "UUID", "request 123e4567-e89b-12d3-a456-426614174000 failed", True, "dashed groups are short hex"
+    ),
+    Identifier("ticket ids", "QUILL-4821, PROJ-42 and #1234 are open", True, "low entropy, no pattern"),
+    Identifier(
+        "dates and times", "due 2026-03-14T09:30:00Z, moved to 14/03/2026 at 9:30", True, "low entropy"
+    ),
+    Identifier("version numbers", "upgrade from v2.14.3 to 3.0.0-rc.1", True, "low entropy"),
+    Identifier("MongoDB ObjectId", "ObjectId 507f1f77bcf86cd799439011", True, "hex under 32 digits"),
+    Identifier(
+        "file path",
+        "/home/marta/src/quillstack/services/billing_worker/handlers.py",
+        True,
+        "entropy under 4.5",
+    ),
+    Identifier(
+        "URL with a fragment",
+        "https://github.com/quillstack/api/pull/4821#discussion_r1234567890",
+        True,
+        "entropy under 4.5",
+    ),
+    Identifier("e-mail address", "write to marta.kowalski@quillstack.example", True, "no pattern"),
+    Identifier(
+        "IP addresses", "10.0.3.17 and 52.14.200.1", True, "detect-secrets' PublicIP detector not run"
+    ),
+    Identifier(
+        "long identifier", "AbstractSingletonProxyFactoryBeanConfigurationProvider", True, "entropy under 4.5"
+    ),
+    Identifier(
+        "snake_case name", "test_a_bub_turn_with_secrets_stores_and_sends_none", True, "entropy under 4.5"
+    ),
+    Identifier(
+        "keyword inside another word",
+        "secretary: Maria Lopez; passwordless login for Ana",
+        True,
+        "keyword glued to a lower-case word",
+    ),
+    Identifier("working directory", "pwd: /work/quillstack", True, "`pwd:` followed by a path"),
+    Identifier(
+        "a secret's state in prose",
+        "the token is expired, ask Ana for a new one",
+        True,
+        "state words are not values",
+    ),
+    Identifier("a word after 'secret'", "secret santa is on 2026-12-18", True, "no assignment, no 'is'"),
+    Identifier(
+        "40 hex digits with no git word before them",
+        "3b98398c1e2f4a5b6c7d8e9f0a1b2c3d4e5f6a7b",
+        False,
+        "cannot be told from a 40-hex token",
+    ),
+    Identifier(
+        "UUID without dashes", "id 123e4567e89b12d3a456426614174000", False, "32 hex digits: a token's length"
+    ),
+)
+"""Ordinary identifiers, and the decision per kind (tested in ``tests/test_redact.py``)."""
 
 
 def fragments(needle: str) -> list[str]:
