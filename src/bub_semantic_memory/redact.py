@@ -22,8 +22,9 @@ finder names the kind):
    OpenAI-compatible providers), Anthropic, Google API keys and OAuth client secrets,
    Azure client secrets and SAS signatures, Hugging Face, GitHub fine-grained tokens,
    bare npm tokens, Stripe test and restricted keys, Mailgun, DigitalOcean, Shopify,
-   Atlassian, Linear, Groq, Replicate, Perplexity, Postman, Datadog-style ``dd`` keys,
-   ``Authorization: Bearer``/``Basic`` headers.
+   Atlassian, Linear, Groq, Replicate, Perplexity, Postman, GitHub tokens of other
+   lengths than the 36 characters detect-secrets expects, ``Authorization: Bearer`` and
+   ``Basic`` headers, URL credentials without a user name (``redis://:pw@host``).
 4. **detect-secrets' keyword detector**: ``password: x``, ``api_key = "x"``,
    ``secret_key => 'x'`` and its other assignment forms (its config-file and
    quoted-code rules). A keyword glued to a longer lower-case word (``secretary:``)
@@ -31,12 +32,21 @@ finder names the kind):
 5. **Own assignment pattern**, for what the keyword detector misses: keys it does not
    know (``token``, ``access_token``, ``client_secret``, ``passphrase`` ...) and
    assignments inside JSON text that was encoded again (``{\\"password\\": \\"x\\"}``).
-6. **Own prose pattern**: "my password is x", "the token for staging was x".
+6. **Own prose pattern**: "my password is x", "the token for staging was x" (but not
+   "the token is expired": a short list of state words is not taken for a value).
 7. **Entropy** (detect-secrets' Shannon entropy and its default limits: 4.5 bits per
    character for base64-like strings, 3.0 for hex): any run of base64 characters of 20
    or more, and any hex run of 32 or more, above the limit. This is what catches a key
    no pattern knows, such as an AWS secret access key pasted in free text.
-8. ``extra_patterns`` from the configuration (kind ``custom``).
+   detect-secrets only looks at quoted strings outside its ad-hoc mode; the runs are
+   cut here (the 20 and 32 floors are this module's), the measure and limits are its.
+8. ``extra_patterns`` from the configuration (kind ``custom``); the allowlist does not
+   apply to them.
+
+detect-secrets' ``scan_line`` is not used: it reconfigures the library's global settings
+and runs its file filters on every call. The plugins' compiled patterns and entropy
+function are used directly, so a :class:`Redactor` has no global state and finds spans
+(what to replace), not just values.
 
 What is kept, by kind (see ``docs/reliability.md`` and ``tests/test_redact.py``):
 
