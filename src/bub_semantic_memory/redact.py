@@ -88,28 +88,56 @@ _ASSIGNMENT_KEYS = (
     r"secret[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token"
 )
 
-DEFAULT_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
-    ("openai_key", r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}"),
-    ("github_token", r"\bgithub_pat_[A-Za-z0-9_]{20,}|\bgh[pousr]_[A-Za-z0-9]{30,}"),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    ("google_oauth_secret", r"\bGOCSPX-[A-Za-z0-9_\-]{20,}"),
-    ("azure_client_secret", r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}"),
-    ("azure_sas_signature", r"(?<=[?&]sig=)[A-Za-z0-9%+/=]{20,}"),
-    ("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}"),
-    ("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    ("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("mailgun_key", r"\bkey-[0-9a-f]{32}\b"),
-    ("digitalocean_token", r"\bdo[pro]_v1_[0-9a-f]{64}\b"),
-    ("shopify_token", r"\bshp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}\b"),
-    ("atlassian_token", r"\bATATT3[A-Za-z0-9_\-=]{30,}"),
-    ("linear_key", r"\blin_api_[A-Za-z0-9]{32,}"),
-    ("groq_key", r"\bgsk_[A-Za-z0-9]{40,}"),
-    ("replicate_token", r"\br8_[A-Za-z0-9]{30,}"),
-    ("perplexity_key", r"\bpplx-[A-Za-z0-9]{40,}"),
-    ("postman_key", r"\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b"),
-    ("bearer_token", r"(?i)(?<=\bbearer\s)[A-Za-z0-9\-._~+/]{12,}=*|(?<=\bbasic\s)[A-Za-z0-9+/]{12,}=*"),
-    ("url_credentials", r"(?<=://)[^\s:/@]*:[^\s@/]+(?=@)"),
+
+@dataclass(frozen=True)
+class OwnPattern:
+    """One of the project's own patterns.
+
+    Attributes:
+        kind: the marker kind (``[REDACTED:<kind>]``).
+        regex: the pattern; its whole match is the secret.
+        needles: lower-case strings one of which every match contains; the pattern only runs
+            on text (lower-cased) that holds one, since a case-sensitive literal search is
+            far cheaper than the pattern's scan.
+    """
+
+    kind: str
+    regex: str
+    needles: tuple[str, ...]
+
+
+DEFAULT_PATTERNS: tuple[OwnPattern, ...] = (
+    OwnPattern("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{16,}", ("sk-ant-",)),
+    OwnPattern("openai_key", r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}", ("sk-",)),
+    OwnPattern(
+        "github_token",
+        r"\bgithub_pat_[A-Za-z0-9_]{20,}|\bgh[pousr]_[A-Za-z0-9]{30,}",
+        ("github_pat_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    OwnPattern("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b", ("aiza",)),
+    OwnPattern("google_oauth_secret", r"\bGOCSPX-[A-Za-z0-9_\-]{20,}", ("gocspx-",)),
+    OwnPattern(
+        "azure_client_secret", r"(?<![A-Za-z0-9_~.\-])[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}", ("q~",)
+    ),
+    OwnPattern("azure_sas_signature", r"(?<=[?&]sig=)[A-Za-z0-9%+/=]{20,}", ("sig=",)),
+    OwnPattern("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}", ("hf_",)),
+    OwnPattern("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",)),
+    OwnPattern("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", ("_live_", "_test_")),
+    OwnPattern("mailgun_key", r"\bkey-[0-9a-f]{32}\b", ("key-",)),
+    OwnPattern("digitalocean_token", r"\bdo[pro]_v1_[0-9a-f]{64}\b", ("_v1_",)),
+    OwnPattern("shopify_token", r"\bshp(?:at|ca|pa|ss)_[0-9a-fA-F]{32}\b", ("shp",)),
+    OwnPattern("atlassian_token", r"\bATATT3[A-Za-z0-9_\-=]{30,}", ("atatt3",)),
+    OwnPattern("linear_key", r"\blin_api_[A-Za-z0-9]{32,}", ("lin_api_",)),
+    OwnPattern("groq_key", r"\bgsk_[A-Za-z0-9]{40,}", ("gsk_",)),
+    OwnPattern("replicate_token", r"\br8_[A-Za-z0-9]{30,}", ("r8_",)),
+    OwnPattern("perplexity_key", r"\bpplx-[A-Za-z0-9]{40,}", ("pplx-",)),
+    OwnPattern("postman_key", r"\bPMAK-[0-9a-f]{24}-[0-9a-f]{34}\b", ("pmak-",)),
+    OwnPattern(
+        "bearer_token",
+        r"(?i)(?<=\bbearer\s)[A-Za-z0-9\-._~+/]{12,}=*|(?<=\bbasic\s)[A-Za-z0-9+/]{12,}=*",
+        ("bearer", "basic"),
+    ),
+    OwnPattern("url_credentials", r"(?<=://)[^\s:/@]*:[^\s@/]+(?=@)", ("://",)),
 )
 """The project's own patterns: providers and forms detect-secrets has no detector for."""
 
@@ -125,6 +153,7 @@ _PROSE = re.compile(
     r"(?:\s+(?:for|of|to|on|at)(?:\s+[^\s]{1,40}){1,3}?)?\s+(?:is|was|is\s+now|was\s+set\s+to|:)\s+"
     r"(?:\\*[\"'“‘`])?(?P<value>[^\s\"'”’`\\]{4,})"
 )
+_PROSE_WORD = re.compile(r"pass|pin|secret|token|key")  # on lower-cased text: a cheap first check
 # Words that say what state a secret is in ("the token is expired"), not what it is.
 _PROSE_STATES = frozenset(
     {
@@ -169,8 +198,15 @@ _PROSE_STATES = frozenset(
     }
 )
 _SENTENCE_END = ".,;:!?)"  # after an unquoted value: the sentence's, not the secret's
-# Every keyword, assignment and prose rule needs one of these words; most lines have none.
-_KEYWORD_HINT = re.compile(r"(?i)pass|pwd|secret|key|token|contrase|\bpin\b")
+# Every match of a keyword or assignment rule (detect-secrets' and the own one) also matches
+# this: a secret-sounding word followed by an assignment or a call, or compared with ==.
+# One search decides whether the dozen slower rules need to run; most lines need none.
+_HINT_WORDS = r"(?:pass|pwd|secret|key|token|contrase)"
+_HINT_WORD = re.compile(_HINT_WORDS)  # on lower-cased text: a cheap first check
+_ASSIGNMENT_HINT = re.compile(
+    rf"""(?i){_HINT_WORDS}\w*(?:\[[0-9]*\]|\\*[]'"`]){{0,3}}\s*(?:[:=]|!=|\(|\.assign)"""
+    rf"""|[!=]=\s*\w*{_HINT_WORDS}|{_HINT_WORDS}\S{{0,60}}\s*["'`].*["'`];"""
+)
 _GIT_WORD = re.compile(
     r"(?i)\b(?:commit|commits|merge|merged|sha|sha1|sha256|tree|parent|revert|reverts|reverted|cherry-pick"
     r"|rebase|HEAD|checkout|git|rev|revision|tag|hash)\b[^\n]{0,80}$"
@@ -214,6 +250,7 @@ class _Finders:
 
     providers: tuple[tuple[str, re.Pattern[str]], ...]
     own: tuple[tuple[str, re.Pattern[str]], ...]
+    own_needles: tuple[tuple[str, ...], ...]
     keyword: tuple[tuple[re.Pattern[str], int], ...]
     keyword_word: re.Pattern[str]
     base64: HighEntropyStringsPlugin
@@ -239,7 +276,8 @@ def _finders() -> _Finders:
     }
     return _Finders(
         providers=tuple(providers),
-        own=tuple((kind, re.compile(pattern)) for kind, pattern in DEFAULT_PATTERNS),
+        own=tuple((own.kind, re.compile(own.regex)) for own in DEFAULT_PATTERNS),
+        own_needles=tuple(own.needles for own in DEFAULT_PATTERNS),
         keyword=tuple(keyword_rules.items()),
         keyword_word=re.compile("|".join(keyword.DENYLIST), re.IGNORECASE),
         base64=Base64HighEntropyString(),
@@ -328,16 +366,24 @@ def _candidates(text: str, finders: _Finders) -> Iterator[_Find]:
     for kind, pattern in finders.providers:
         for match in pattern.finditer(text):
             yield _Find(*_secret_span(match), 2, kind)
-    for kind, pattern in finders.own:
+    lowered = text.lower()
+    for (kind, pattern), needles in zip(finders.own, finders.own_needles, strict=True):
+        if not any(needle in lowered for needle in needles):
+            continue
         for match in pattern.finditer(text):
             yield _Find(match.start(), match.end(), 3, kind)
-    if _KEYWORD_HINT.search(text):
-        yield from _keyword_finds(text, finders)
+    if _HINT_WORD.search(lowered) and _ASSIGNMENT_HINT.search(text):
+        yield from _assignment_finds(text, finders)
+    for match in _PROSE.finditer(text) if _PROSE_WORD.search(lowered) else ():
+        start, end = match.span("value")
+        end = start + len(text[start:end].rstrip(_SENTENCE_END))
+        if end - start >= 4 and text[start:end] not in _PROSE_STATES:
+            yield _Find(start, end, 6, "secret")
     yield from _entropy_finds(text, finders)
 
 
-def _keyword_finds(text: str, finders: _Finders) -> Iterator[_Find]:
-    """Assignments to secret-sounding names, and secrets told in prose."""
+def _assignment_finds(text: str, finders: _Finders) -> Iterator[_Find]:
+    """Values assigned to secret-sounding names."""
     for pattern, group in finders.keyword:
         for match in pattern.finditer(text):
             span = _keyword_value(match, group, finders.keyword_word)
@@ -351,11 +397,6 @@ def _keyword_finds(text: str, finders: _Finders) -> Iterator[_Find]:
         if value == "v4":
             end = start + len(text[start:end].rstrip(_SENTENCE_END))
         yield _Find(start, end, 5, "secret")
-    for match in _PROSE.finditer(text):
-        start, end = match.span("value")
-        end = start + len(text[start:end].rstrip(_SENTENCE_END))
-        if end - start >= 4 and text[start:end] not in _PROSE_STATES:
-            yield _Find(start, end, 6, "secret")
 
 
 def _secret_span(match: re.Match[str]) -> tuple[int, int]:
