@@ -6,11 +6,13 @@ turn) are in ``tests/reliability/test_security.py``; they plant the same corpus.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from bub_semantic_memory.errors import ConfigurationError
 from bub_semantic_memory.evals.dataset import load_fixtures
-from bub_semantic_memory.redact import Redactor
+from bub_semantic_memory.redact import DEFAULT_PATTERNS, OwnPattern, Redactor
 from bub_semantic_memory.transcript import Entry, render_transcript
 from tests.conftest import REPO
 from tests.helpers.secret_corpus import (
@@ -151,3 +153,13 @@ def test_disabled_redaction_returns_the_text_unchanged() -> None:
     secret = CORPUS[0].text
     assert Redactor(enabled=False)(secret) == secret
     assert Redactor()(secret) != secret
+
+
+@pytest.mark.parametrize("own", DEFAULT_PATTERNS, ids=lambda o: o.kind)
+def test_every_own_pattern_is_in_the_corpus_and_its_needles_gate_it(own: OwnPattern) -> None:
+    planted = [s for s in CORPUS if s.marker == own.kind]
+    assert planted, f"no corpus kind for {own.kind}"
+    for secret in planted:
+        for match in re.finditer(own.regex, secret.text):
+            window = secret.text[max(0, match.start() - 10) : match.end()].lower()
+            assert any(needle in window for needle in own.needles), (own.kind, secret.kind)

@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
 
-__all__ = ["DEFAULT_PATTERNS", "Redactor"]
+__all__ = ["DEFAULT_PATTERNS", "OwnPattern", "Redactor"]
 
 _MARKER = re.compile(r"\[REDACTED:[a-z0-9_]+\]")
 
