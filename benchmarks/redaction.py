@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import re
 import statistics
 import time
@@ -129,11 +130,13 @@ async def run(config: BenchConfig) -> Section:
 def block_markdown(section: Section, argv: Sequence[str]) -> str:
     """The figures as the reliability report's measured block (without its markers)."""
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     lines = [section.tables[0].markdown(), ""]
     lines.extend(f"- {row.metric}: {row.value}" for row in section.rows)
     lines.append(
-        f"\nMeasured {now} with `uv run python -m benchmarks.redaction {' '.join(argv)}`; absolute times "
-        "are indicative (this machine, its load), the ratio is the figure to compare."
+        f"\nMeasured {now} on {os.cpu_count()} cores (load average {load} after the run) with "
+        f"`uv run python -m benchmarks.redaction {' '.join(argv)}`; absolute times are indicative (this "
+        "machine, its load), the ratio is the figure to compare."
     )
     return "\n".join(lines)
 
