@@ -2,17 +2,19 @@
 
 Redaction runs off the agent's critical path (in the background extraction), but evals
 re-render large tapes, so its cost per line matters there. Two workloads, each rendered
-with :func:`render_transcript` once without and once with a :class:`Redactor`, the two
-interleaved round by round in the same process (so load and caches hit both alike):
+with :func:`render_transcript` without redaction, with the hand-written list of 15 patterns
+redaction used before issue 18 (:mod:`benchmarks.redaction_baseline`) and with the current
+:class:`Redactor`, interleaved round by round in the same process (so load and caches hit
+all three alike):
 
 * **fixture conversations**: the entries of every eval fixture tape (including the ones
   with planted secrets), repeated to at least 1,000 rendered lines;
 * **synthetic tape**: a generated 1,000-turn bub tape (user and assistant messages, one
   turn in three with a tool call and its result).
 
-Reported: milliseconds per 1,000 rendered lines without and with redaction (median of the
-rounds), the difference (what redaction adds) and the ratio. The one-off cost of the first
-redaction in a process (detect-secrets loads its plugins) is timed separately.
+Reported: milliseconds per 1,000 rendered lines of each (median of the rounds), what
+redaction now adds, and now / before. The one-off cost of the first redaction in a process
+(detect-secrets loads its plugins) is timed separately.
 
 Run on its own, ``uv run python -m benchmarks.redaction`` prints the figures;
 ``--reliability docs/reliability.md`` also writes them into that report's redaction block
@@ -28,11 +30,12 @@ import os
 import re
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table
+from benchmarks.redaction_baseline import PatternListRedactor
 from benchmarks.synthetic import make_tape
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.redact import Redactor
@@ -64,9 +67,12 @@ def synthetic_workload(turns: int = 1000) -> Workload:
     return Workload(f"synthetic tape ({turns:,} turns)", make_tape(turns).entries)
 
 
-def _time(entries: list[Entry], redactor: Redactor | None) -> float:
+type Redact = Callable[[str], str]
+
+
+def _time(entries: list[Entry], redact: Redact | None) -> float:
     started = time.perf_counter()
-    render_transcript(entries, redact=redactor)
+    render_transcript(entries, redact=redact)
     return time.perf_counter() - started
 
 
@@ -77,17 +83,24 @@ def first_call_seconds() -> float:
     return time.perf_counter() - started
 
 
-def measure(workload: Workload, rounds: int) -> tuple[float, float]:
-    """Median seconds per 1,000 lines (without, with redaction), rounds interleaved."""
-    plain: list[float] = []
-    redacted: list[float] = []
+VARIANTS: dict[str, Callable[[], Redact | None]] = {
+    "without": lambda: None,
+    "pattern list (before)": PatternListRedactor,
+    "detect-secrets (now)": Redactor,
+}
+"""What renders the transcript: no redaction, the 15-pattern list it replaced, the current redactor."""
+
+
+def measure(workload: Workload, rounds: int) -> dict[str, float]:
+    """Median seconds per 1,000 lines of each variant; the variants' order rotates round by round."""
+    samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    names = list(VARIANTS)
     gc.collect()
     for index in range(rounds):
-        order = (None, Redactor()) if index % 2 == 0 else (Redactor(), None)
-        for redactor in order:
-            seconds = _time(workload.entries, redactor) * 1000 / workload.lines
-            (plain if redactor is None else redacted).append(seconds)
-    return statistics.median(plain), statistics.median(redacted)
+        for name in names[index % len(names) :] + names[: index % len(names)]:
+            seconds = _time(workload.entries, VARIANTS[name]())
+            samples[name].append(seconds * 1000 / workload.lines)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 async def run(config: BenchConfig) -> Section:
@@ -96,29 +109,42 @@ async def run(config: BenchConfig) -> Section:
     workloads = [fixture_workload(), synthetic_workload(200 if config.quick else 1000)]
     section = Section(7, "Redaction", method=__doc__.split("\n\n", 1)[1] if __doc__ else "")
     table = Table(
-        "Rendering with and without redaction, per 1,000 lines",
-        ["workload", "lines", "without (ms)", "with (ms)", "added (ms)", "ratio"],
+        "Rendering per 1,000 lines: no redaction, the pattern list it replaced, detect-secrets",
+        [
+            "workload",
+            "lines",
+            "without (ms)",
+            "pattern list (ms)",
+            "detect-secrets (ms)",
+            "added (ms)",
+            "now / before",
+        ],
     )
     worst = 0.0
     for workload in workloads:
-        without, with_ = measure(workload, rounds)
-        added = (with_ - without) * 1000
-        worst = max(worst, added)
+        ms_per = {name: seconds * 1000 for name, seconds in measure(workload, rounds).items()}
+        without, before, now = (
+            ms_per["without"],
+            ms_per["pattern list (before)"],
+            ms_per["detect-secrets (now)"],
+        )
+        worst = max(worst, now - without)
         table.rows.append(
             [
                 workload.name,
                 f"{workload.lines:,}",
-                f"{without * 1000:.1f}",
-                f"{with_ * 1000:.1f}",
-                f"{added:.1f}",
-                f"{with_ / without:.1f}x",
+                f"{without:.1f}",
+                f"{before:.1f}",
+                f"{now:.1f}",
+                f"{now - without:.1f}",
+                f"{now / before:.1f}x",
             ]
         )
     section.tables.append(table)
     section.row(
         "time redaction adds per 1,000 transcript lines (worst workload)",
         f"{worst:.0f} ms",
-        notes=f"median of {rounds} interleaved rounds; no target (off the critical path)",
+        notes=f"median of {rounds} rounds, variants interleaved; no target (off the critical path)",
         kind="time",
     )
     section.row(
