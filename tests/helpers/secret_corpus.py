@@ -489,6 +489,7 @@ IDENTIFIERS: tuple[Identifier, ...] = (
         "entropy under 4.5",
     ),
     Identifier("e-mail address", "write to marta.kowalski@quillstack.example", True, "no pattern"),
+    Identifier("host names and ports", "db.internal:5432 and api.quillstack.example:443", True, "no pattern"),
     Identifier(
         "IP addresses", "10.0.3.17 and 52.14.200.1", True, "detect-secrets' PublicIP detector not run"
     ),
