@@ -29,6 +29,7 @@ SECTIONS: dict[int, tuple[str, str]] = {
     4: ("store_scale", "Store scale"),
     5: ("eval_throughput", "Eval throughput"),
     6: ("local_model", "Local model"),
+    7: ("redaction", "Redaction"),
 }
 
 

@@ -139,7 +139,7 @@ class SemanticMemoryPlugin:
                     transport_attempts=settings.transport_attempts,
                 ),
                 chunk_tokens=settings.chunk_tokens,
-                redactor=Redactor(settings.redact_patterns),
+                redactor=Redactor(settings.redact_patterns, allowlist=settings.redact_allowlist),
             )
         except Exception as exc:
             logger.warning("semantic memory: extraction is off: %s", exc)

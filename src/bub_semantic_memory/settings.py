@@ -84,6 +84,10 @@ class SemanticMemorySettings(bub.Settings):
     redact_patterns: list[str] = Field(
         default_factory=list, description="Extra regular expressions to redact."
     )
+    redact_allowlist: list[str] = Field(
+        default_factory=list,
+        description="Regular expressions of finds to keep unredacted (matched in full).",
+    )
 
 
 def load_settings() -> SemanticMemorySettings:

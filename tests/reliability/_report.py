@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-__all__ = ["COMMAND", "SECTIONS", "Outcomes", "Table"]
+__all__ = ["COMMAND", "MEASURED", "SECTIONS", "Outcomes", "Table", "measured_block"]
 
 COMMAND = "RELIABILITY_REPORT=docs/reliability.md uv run pytest tests/reliability"
 
@@ -67,6 +67,16 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "(`tests/reliability/test_bad_tapes.py`); a corrupt memory sidecar read by the plugin.",
     ),
     (
+        "redaction",
+        "Secret redaction",
+        "What the redactor (`src/bub_semantic_memory/redact.py`: detect-secrets' detectors, keyword rules "
+        "and entropy, plus the project's own patterns) finds in a planted-secret corpus "
+        "(`tests/helpers/secret_corpus.py`), and what it leaves alone: the gold names, aliases and "
+        "attribute values of every eval fixture, and ordinary identifiers "
+        "(`tests/reliability/test_redaction.py`). The time it adds is measured by a benchmark, not by "
+        "the suite; its last figures are carried over when this file is regenerated.",
+    ),
+    (
         "security",
         "Secrets, isolation and prompt injection",
         "Secrets planted in user messages, tool-call arguments (string and object) and tool results "
@@ -77,6 +87,26 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "(`tests/reliability/test_security.py`).",
     ),
 )
+
+
+MEASURED: dict[str, str] = {"redaction": "redaction-cost"}
+"""Sections that end with a block a benchmark writes (section key: block name).
+
+The suite does not time anything; ``python -m benchmarks.redaction --reliability <file>``
+writes its figures between ``<!-- measured:NAME -->`` markers, and a regenerated report
+carries the block of the file it replaces over (or says how to fill it)."""
+_MEASURED_BLOCK = re.compile(
+    r"<!-- measured:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n<!-- /measured:(?P=name) -->", re.S
+)
+
+
+def measured_block(name: str, previous: str) -> str:
+    """The block ``name`` of ``previous`` (the report being replaced), or a placeholder."""
+    found = {m.group("name"): m.group("body") for m in _MEASURED_BLOCK.finditer(previous)}
+    body = found.get(name) or (
+        "Not measured yet: run `uv run python -m benchmarks.redaction --reliability docs/reliability.md`."
+    )
+    return f"<!-- measured:{name} -->\n{body}\n<!-- /measured:{name} -->"
 
 
 @dataclass
@@ -136,7 +166,8 @@ class Outcomes:
         tables.append(table)
         return table
 
-    def render(self, *, wall_s: float) -> str:
+    def render(self, *, wall_s: float, previous: str = "") -> str:
+        """The report as Markdown; measured blocks are carried over from ``previous``."""
         now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
         head = [
             "# Reliability and security: outcomes of the last run",
@@ -168,6 +199,8 @@ class Outcomes:
             body.extend([f"## {heading}", "", about, ""])
             for table in tables:
                 body.extend([table.markdown(), ""])
+            if key in MEASURED:
+                body.extend([measured_block(MEASURED[key], previous), ""])
         if self.xfailed:
             body.extend(
                 [

@@ -37,7 +37,10 @@ def outcomes() -> Iterator[Outcomes]:
     _COLLECTED.remove(collected)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(collected.render(wall_s=time.monotonic() - started), encoding="utf-8")
+        previous = path.read_text(encoding="utf-8") if path.exists() else ""
+        path.write_text(
+            collected.render(wall_s=time.monotonic() - started, previous=previous), encoding="utf-8"
+        )
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

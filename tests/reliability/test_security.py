@@ -40,6 +40,16 @@ from bub_semantic_memory.testing import (
 )
 from bub_semantic_memory.transcript import Entry
 from tests.conftest import REPO, make_snapshot
+from tests.helpers.secret_corpus import (
+    CORPUS,
+    CUSTOM,
+    CUSTOM_PATTERN,
+    PLACES,
+    Secret,
+    hits,
+    planted_entries,
+    tape_lines,
+)
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes
 from tests.reliability._support import FAST, PROMPT, fact_tape, person
@@ -48,114 +58,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 # -- the secrets ---------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True)
-class Secret:
-    kind: str
-    text: str  # as pasted
-    needle: str  # the part that must never leave the tape
-    marker: str  # the redaction marker expected in its place
-
-
-SECRETS = [
-    Secret("OpenAI key", "sk-proj-Q7vN2xLk9PzR4tYb8WcE1mAa6HdJ3sUf5GiO0KlMnBvCxZq", "", "openai_key"),
-    Secret("OpenAI key (legacy)", "sk-4fG7hJ2kL9mN3pQ6rS8tU1vW5xY0zA2bC4dE6fG8hJ0kL2mN", "", "openai_key"),
-    Secret(
-        "Anthropic key",
-        "sk-ant-api03-Xy7Zq2Wv9Ut4Sr1Qp6On3Ml8Kj5Ih0Gf2Ed7Cb4Aa9Zz1Yy6Xx3Ww8Vv5Uu0TtAA",
-        "",
-        "anthropic_key",
-    ),
-    Secret("AWS access key id", "AKIAZ7Q4N2X9L6P3R8T5", "", "aws_access_key"),
-    Secret(
-        "AWS secret access key",
-        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9Lp2KEY",
-        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ9Lp2KEY",
-        "secret",
-    ),
-    Secret("GitHub token", "ghp_R8kL2mN5pQ7sT9vW1xY3zA6bC8dE0fG2hJ4k", "", "github_token"),
-    Secret(
-        "GitHub fine-grained token",
-        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW",
-        "",
-        "github_token",
-    ),
-    Secret("Slack bot token", "xoxb-2048-4096-Zq8Wv2Ut6Sr4Qp0On", "", "slack_token"),
-    Secret(
-        "Slack webhook",
-        "https://hooks.slack.com/services/T0ABCDEF1/B0GHIJKL2/Zq8Wv2Ut6Sr4Qp0OnMl1Kj3I",
-        "T0ABCDEF1/B0GHIJKL2/Zq8Wv2Ut6Sr4Qp0OnMl1Kj3I",
-        "slack_webhook",
-    ),
-    Secret(
-        "RSA private key block",
-        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEAzQ8vN2xLk9PzR4tYb8WcE1mAa6HdJ3sUf5GiO0Kl\n"
-        "MnBvCxZq7Wv2Ut6Sr4Qp0OnMl1Kj3Ih5Gf7Ed9Cb2Aa4Zz6Yy8Xx0Ww\n-----END RSA PRIVATE KEY-----",
-        "MIIEpAIBAAKCAQEAzQ8vN2xLk9PzR4tYb8WcE1mAa6HdJ3sUf5GiO0Kl",
-        "private_key",
-    ),
-    Secret(
-        "OpenSSH private key block",
-        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
-        "-----END OPENSSH PRIVATE KEY-----",
-        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW",
-        "private_key",
-    ),
-    Secret(
-        "Bearer token",
-        "Authorization: Bearer tok_9Zq8Wv2Ut6Sr4Qp0OnMl1Kj3Ih5Gf",
-        "tok_9Zq8Wv2Ut6Sr4Qp0OnMl1Kj3Ih5Gf",
-        "bearer_token",
-    ),
-    Secret("password= assignment", "password=Hunter2-Zq9x!", "Hunter2-Zq9x!", "secret"),
-    Secret("DB_PASSWORD in an .env line", "DB_PASSWORD=Pl4typ0s-Vault-77", "Pl4typ0s-Vault-77", "secret"),
-    Secret("passwd: in YAML", "passwd: Tr0ub4dor&3xyz", "Tr0ub4dor&3xyz", "secret"),
-    Secret("quoted API_KEY", 'export API_KEY="Qv8Lm2Np6Rt0Xz4Bc7Df1Gh"', "Qv8Lm2Np6Rt0Xz4Bc7Df1Gh", "secret"),
-    Secret(
-        "JWT",
-        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJtYXlhIiwicm9sZSI6ImFkbWluIn0.Zq8Wv2Ut6Sr4Qp0OnMl1Kj3Ih5Gf7Ed9Cb2",
-        "",
-        "jwt",
-    ),
-    Secret(
-        "credentials in a URL",
-        "postgres://admin:S3cr3tPw-Db99@db.internal:5432/app",
-        "S3cr3tPw-Db99",
-        "url_credentials",
-    ),
-    Secret("Google API key", "AIzaSyZq8Wv2Ut6Sr4Qp0OnMl1Kj3Ih5Gf7Ed9C", "", "google_api_key"),
-    Secret("Stripe live key", "sk_live_Zq8Wv2Ut6Sr4Qp0OnMl1Kj3I", "", "stripe_key"),
-]
-CUSTOM = Secret("custom pattern (configured)", "ACME-493021", "ACME-493021", "custom")
-CUSTOM_PATTERN = r"ACME-[0-9]{6}"
-PLACES = (
-    "user message",
-    "tool-call arguments (string)",
-    "tool-call arguments (object)",
-    "tool result (string)",
-    "tool result (object)",
-)
-
-
-def needle_of(secret: Secret) -> str:
-    return secret.needle or secret.text
-
-
-def fragments(needle: str) -> list[str]:
-    """The needle and its 12-character windows: a partial leak (a cut key) is a leak too."""
-    if len(needle) <= 12:
-        return [needle]
-    return [needle, *(needle[i : i + 12] for i in range(0, len(needle) - 11, 3))]
-
-
-def hits(blob: bytes, secret: Secret) -> int:
-    """How many forms of the secret occur in ``blob`` (raw, JSON-escaped once or twice)."""
-    found = 0
-    for fragment in fragments(needle_of(secret)):
-        once = json.dumps(fragment)[1:-1]
-        twice = json.dumps(once)[1:-1]
-        found += any(form.encode() in blob for form in {fragment, once, twice})
-    return found
+SECRETS = list(CORPUS)
 
 
 FACTS = {
@@ -169,65 +72,6 @@ FACTS = {
         {"source": "Derek Chu", "type": "works_on", "target": "Quillstack"},
     ],
 }
-
-
-def planted_entries(secrets: Iterable[Secret], first_id: int = 1) -> list[dict[str, Any]]:
-    """Each secret in a user message, in tool-call arguments (string and object), in tool results."""
-    rows: list[dict[str, Any]] = []
-    n = first_id
-
-    def add(kind: str, payload: dict[str, Any]) -> None:
-        nonlocal n
-        rows.append(
-            {"id": n, "kind": kind, "payload": payload, "meta": {}, "date": "2026-01-05T09:00:00+00:00"}
-        )
-        n += 1
-
-    for index, secret in enumerate(secrets):
-        who = "Marta Kowalski" if index % 2 else "Derek Chu"
-        add(
-            "message",
-            {"role": "user", "content": f"{who} set up Quillstack staging with this:\n{secret.text}\nthanks"},
-        )
-        add("message", {"role": "assistant", "content": "I'll check the Quillstack config."})
-        add(
-            "tool_call",
-            {
-                "calls": [
-                    {
-                        "id": f"c{n}",
-                        "type": "function",
-                        "function": {
-                            "name": "shell",
-                            "arguments": json.dumps({"cmd": f"deploy --env staging '{secret.text}'"}),
-                        },
-                    },
-                    {
-                        "id": f"d{n}",
-                        "type": "function",
-                        "function": {"name": "http", "arguments": {"headers": {"X-Api": secret.text}}},
-                    },
-                ]
-            },
-        )
-        add(
-            "tool_result",
-            {
-                "results": [
-                    f"deployed Quillstack with {secret.text}",
-                    {"stdout": f"config: {secret.text}\n", "code": 0},
-                ]
-            },
-        )
-    # Secrets where a long text is cut: they must not leave a fragment behind.
-    key = SECRETS[0]
-    add("tool_result", {"results": ["x" * 1485 + f" {key.text} tail"]})
-    add("message", {"role": "user", "content": "y" * 3982 + f" {key.text}"})
-    return rows
-
-
-def tape_lines(rows: list[dict[str, Any]]) -> bytes:
-    return b"".join(json.dumps(r).encode() + b"\n" for r in rows)
 
 
 class EchoModel:
@@ -355,7 +199,7 @@ async def test_planted_secrets_reach_neither_the_extractor_nor_the_store(
             "secret",
             "requests with it (of " + str(len(bodies)) + ")",
             "stored files with it (of " + str(len(files)) + ")",
-            "redaction markers in requests",
+            "markers of its kind in requests (kinds are shared)",
         ],
     )
     for secret in secrets:
@@ -368,6 +212,16 @@ async def test_planted_secrets_reach_neither_the_extractor_nor_the_store(
         "secret or any 12-character piece of it, raw or JSON-escaped once or twice. The custom pattern "
         f"`{CUSTOM_PATTERN}` is configured with `Redactor(extra_patterns=...)` (plugin: `redact_patterns`)."
     )
+
+
+def pastes(secrets: list[Secret], limit: int = 3000) -> list[str]:
+    """The secrets' texts joined into messages of at most ``limit`` characters."""
+    messages: list[str] = [""]
+    for secret in secrets:
+        if messages[-1] and len(messages[-1]) + len(secret.text) + 1 > limit:
+            messages.append("")
+        messages[-1] += secret.text + "\n"
+    return messages
 
 
 async def test_a_bub_turn_with_secrets_stores_and_sends_none(
@@ -384,11 +238,12 @@ async def test_a_bub_turn_with_secrets_stores_and_sends_none(
         await rig.idle()
         tapes = FileTapeStore(rig.tapes_dir)
         last = max(e.id for e in await fetch_tape(tapes, rig.tape()))
-        for row in planted_entries(secrets[1:], first_id=last + 1)[:-2]:  # tool calls and results
+        for row in planted_entries(secrets, first_id=last + 1, long_texts=False):
             if row["kind"] in ("tool_call", "tool_result"):
                 tapes.append(rig.tape(), TapeEntry(0, row["kind"], row["payload"], {}, row["date"]))
-        result = await rig.turn("Here is everything:\n" + "\n".join(s.text for s in secrets))
-        await rig.idle()
+        for pasted in pastes(secrets):  # user messages under the 4,000-character cut
+            result = await rig.turn("Here is more of the config:\n" + pasted)
+            await rig.idle()
     assert result.model_output == "ok" and rig.observer.errors == [] and rig.unhandled == []
     assert rig.plugin.stats["snapshots"] >= 2 and rig.plugin.stats["extraction_failures"] == 0
     own_tapes = {rig.tapes_dir / f"{t}.jsonl" for t in FileTapeStore(rig.tapes_dir).list_tapes()}
@@ -410,8 +265,9 @@ async def test_a_bub_turn_with_secrets_stores_and_sends_none(
     table.add("extraction requests searched", len(bodies))
     table.add("files searched under `$BUB_HOME/tapes` (bub's own tape files excepted)", len(files))
     table.add("hits in requests / in files", f"{sum(leaks.requests.values())} / {sum(leaks.files.values())}")
+    table.add("user turns that pasted them", len(pastes(secrets)))
     table.add(
-        "secret kinds with a redaction marker in the requests",
+        "secret kinds whose expected redaction marker is in the requests",
         f"{sum(1 for n in leaks.markers.values() if n)}/{len(secrets)}",
     )
     table.notes.append(
