@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Sequence
@@ -40,17 +41,24 @@ class HelpFormatter(_click.formatting.HelpFormatter):
     help text starts on the next line, indented under its option.
     """
 
+    def write_text(self, text: str) -> None:
+        indent = " " * self.current_indent
+        width = max(self.width - self.current_indent, 20)
+        for index, paragraph in enumerate(re.split(r"\n\s*\n", text.strip())):
+            if index:
+                self.write("\n")
+            for line in _wrap(paragraph, width):
+                self.write(indent + line + "\n")
+
     def write_dl(self, rows: Sequence[tuple[str, str]], col_max: int = 30, col_spacing: int = 2) -> None:
         rows = list(rows)
         first_col = min(max((len(first) for first, _ in rows), default=0), col_max) + col_spacing
         stacked = self.width - self.current_indent - first_col < _MIN_HELP_WIDTH
         help_indent = self.current_indent + (4 if stacked else first_col)
-        wrapper = textwrap.TextWrapper(
-            max(self.width - help_indent, 20), break_long_words=False, break_on_hyphens=False
-        )
+        width = max(self.width - help_indent, 20)
         for first, second in rows:
             self.write(f"{'':>{self.current_indent}}{first}")
-            lines = wrapper.wrap(" ".join(second.split())) if second else []
+            lines = _wrap(second, width) if second else []
             if not lines:
                 self.write("\n")
                 continue
@@ -61,6 +69,11 @@ class HelpFormatter(_click.formatting.HelpFormatter):
             self.write(lines[0] + "\n")
             for line in lines[1:]:
                 self.write(" " * help_indent + line + "\n")
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """Lines of at most ``width`` columns, breaking only at spaces (a longer word gets its own line)."""
+    return textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
 
 
 class _Context(typer.Context):
