@@ -7,13 +7,14 @@ import functools
 import logging
 import re
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.measure import Measurement
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 
 from bub_semantic_memory.errors import SemanticMemoryError
@@ -135,3 +136,25 @@ def _min_width(console: Console, template: Table, columns: list[Column]) -> int:
     """The table's width with every column at its longest word (measured unclamped by the console)."""
     unbounded = console.options.update_width(10_000)
     return Measurement.get(console, unbounded, _table_of(template, columns)).minimum
+
+
+@contextlib.contextmanager
+def spinner(console: Console, message: str) -> Iterator[None]:
+    """A spinner with the elapsed time while a long call runs, on a terminal only (never in logs).
+
+    It draws on ``console`` (stderr in the CLI) and disappears when the call returns, so
+    stdout keeps only the result, ``--json`` included.
+    """
+    if not console.is_terminal:
+        yield
+        return
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn(message),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    with progress:
+        progress.add_task(message, total=None)
+        yield

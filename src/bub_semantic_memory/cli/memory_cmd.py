@@ -16,6 +16,7 @@ from bub_semantic_memory.cli._common import (
     fail,
     handle_errors,
     is_verbose,
+    spinner,
     stderr,
     stdout,
     tape_store,
@@ -91,7 +92,8 @@ def extract(
                     stderr.print(f"Nothing new after entry {memory.watermark} of tape {name}.")
                 return stored
 
-    snapshots = asyncio.run(run())
+    with spinner(stderr, f"Extracting {len(entries)} entries of {tape_file.name} with {model}"):
+        snapshots = asyncio.run(run())
     if out is not None:
         out.write_text("".join(s.model_dump_json() + "\n" for s in snapshots), encoding="utf-8")
     if as_json:
