@@ -574,11 +574,22 @@ def _fixture_chart(report: Report) -> Chart | None:
     )
 
 
+def _interval(delta: float | None, ci: tuple[float, float] | None) -> Interval | None:
+    """A chart interval, or ``None`` (nothing drawn, "–") when the difference is undefined."""
+    if delta is None or ci is None:
+        return None
+    return Interval(delta, ci[0], ci[1], _VERDICT_COLORS[_verdict(ci)[1]])
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
 def _comparison_chart(comparisons: Sequence[Comparison]) -> Chart:
     rows = []
     for c in comparisons:
         pairs = ((c.entity_f1_delta, c.entity_f1_ci95), (c.relation_f1_delta, c.relation_f1_ci95))
-        cells = tuple(Interval(d, ci[0], ci[1], _VERDICT_COLORS[_verdict(ci)[1]]) for d, ci in pairs)
+        cells = tuple(_interval(delta, ci) for delta, ci in pairs)
         rows.append(IntervalRow(f"{c.candidate} vs {c.baseline}", cells))
     return interval_panels(
         chart_id="chart-comparisons",
@@ -624,10 +635,10 @@ def _cost_chart(report: Report) -> Chart | None:
     row = BarRow(
         "",
         (
-            tuple(float(m.prompt_tokens) for m in metrics),
-            tuple(float(m.completion_tokens) for m in metrics),
-            tuple(m.latency_p50_s for m in metrics),
-            tuple(m.latency_p95_s for m in metrics),
+            tuple(_number(m.prompt_tokens) for m in metrics),
+            tuple(_number(m.completion_tokens) for m in metrics),
+            tuple(_number(m.latency_p50_s) for m in metrics),
+            tuple(_number(m.latency_p95_s) for m in metrics),
         ),
     )
     return bar_panels(
