@@ -19,7 +19,6 @@ from bub_semantic_memory.testing.fake_openai import RecordedRequest, Reply, tool
 
 __all__ = ["OracleResponder"]
 
-
 def _occurs(folded_text: str, name: str) -> bool:
     folded = normalize_name(name)
     if not folded:
