@@ -250,3 +250,21 @@ def test_tables_in_a_60_column_terminal_split_instead_of_cutting_words() -> None
         env={**os.environ, "COLUMNS": "200"},
     )
     assert "Summary (continued)" not in wide.stdout and "…" not in wide.stdout
+
+
+def test_help_inside_bub_keeps_the_conventions(tmp_path: Path) -> None:
+    """Mounted as ``bub memory``, the commands still show flags without ``<bool>``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUB_")}
+    env["BUB_HOME"] = str(tmp_path / "bub")
+    done = subprocess.run(
+        [sys.executable, "-m", "bub", "memory", "extract", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**env, "COLUMNS": "60"},
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "<bool>" not in done.stdout and "--json" in done.stdout
+    assert all(len(line) <= 60 for line in done.stdout.splitlines()), done.stdout

@@ -81,15 +81,23 @@ class _Context(typer.Context):
 
 
 class Command(TyperCommand):
-    """A command whose help uses :class:`HelpFormatter`."""
+    """A command whose help uses :class:`HelpFormatter`, also when mounted in bub's rich-help app."""
 
     context_class = _Context
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["rich_markup_mode"] = None  # typer passes down the root app's mode (bub's: rich)
+        super().__init__(*args, **kwargs)
 
 
 class Group(TyperGroup):
     """A command group whose help uses :class:`HelpFormatter` and lists whole first sentences."""
 
     context_class = _Context
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["rich_markup_mode"] = None
+        super().__init__(*args, **kwargs)
 
     def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         rows = []
