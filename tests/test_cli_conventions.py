@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
-from tests.conftest import REPO
+from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, tool_call_reply
+from tests.conftest import DATA, REPO
 
 runner = CliRunner()
 FIXTURES = REPO / "evals" / "fixtures"
@@ -268,3 +268,18 @@ def test_help_inside_bub_keeps_the_conventions(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "<bool>" not in done.stdout and "--json" in done.stdout
     assert all(len(line) <= 60 for line in done.stdout.splitlines()), done.stdout
+
+
+def test_an_unforeseen_error_is_one_line_too(tmp_path: Path) -> None:
+    extraction: dict[str, list[object]] = {"entities": [], "relations": []}
+    out = tmp_path / "missing-dir" / "snapshots.jsonl"
+    with FakeOpenAIServer(responder=lambda request: tool_call_reply("Extraction", extraction)) as server:
+        args = ["extract", str(DATA / "bub_run_tape.jsonl"), "--model", "m", "--base-url", server.base_url]
+        result = runner.invoke(app, [*args, "--api-key", "k", "--prompt", "extract@1", "--out", str(out)])
+        verbose = runner.invoke(
+            app, ["--verbose", *args, "--api-key", "k", "--prompt", "extract@1", "--out", str(out)]
+        )
+    assert result.exit_code == 1 and result.stdout == ""
+    line = one_error_line(result.stderr)
+    assert line.startswith("Error: FileNotFoundError: ") and "--verbose shows the traceback" in line
+    assert verbose.exit_code == 1 and isinstance(verbose.exception, FileNotFoundError)

@@ -23,7 +23,7 @@ import typer
 from typer import _click  # typer vendors click; its formatter and context classes live here
 from typer.core import TyperCommand, TyperGroup
 
-from bub_semantic_memory.cli._common import print_error
+from bub_semantic_memory.cli._common import is_verbose, print_error
 from bub_semantic_memory.errors import SemanticMemoryError
 
 __all__ = ["PROMOTED_PROMPT", "PROMOTED_PROMPTS", "App", "CommandGroup", "PromotedPrompt", "new_app"]
@@ -133,6 +133,11 @@ class CommandGroup(Group):
         except typer.Abort:
             code = 1
             print_error("aborted")
+        except Exception as exc:  # anything unforeseen: still one line, the traceback with --verbose
+            if is_verbose():
+                raise
+            code = 1
+            print_error(f"{type(exc).__name__}: {exc} (--verbose shows the traceback)")
         code = code if isinstance(code, int) else 0
         if not standalone_mode:
             return code
