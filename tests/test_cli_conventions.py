@@ -242,6 +242,12 @@ def test_tables_in_a_60_column_terminal_split_instead_of_cutting_words() -> None
     assert "Summary (continued)" in done.stdout
     for word in ("extract@1", "extract@2", "extract@3", "significant", "difference", "Completion"):
         assert word in done.stdout.split(), word
+    for part in done.stdout.split("Summary")[1:]:
+        header = [
+            line.strip("┃").split("┃") for line in part.split("┡")[0].splitlines() if line.startswith("┃")
+        ]
+        columns = [" ".join(" ".join(cells).split()) for cells in zip(*header, strict=True)]
+        assert columns[0] == "Metric" and not columns[1].startswith("Δ"), columns  # Δ stays beside its run
     wide = subprocess.run(
         [str(SCRIPT), "eval", "compare", str(three_runs), str(three_runs)],
         capture_output=True,

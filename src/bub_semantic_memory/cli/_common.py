@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
+from rich.text import Text
 
 from bub_semantic_memory.errors import SemanticMemoryError
 
@@ -99,21 +100,31 @@ TAPES_DIR_OPTION = typer.Option(
 )
 
 
-def print_table(console: Console, table: Table, *, key_columns: int = 1) -> None:
+def print_table(
+    console: Console, table: Table, *, key_columns: int = 1, attached: str | None = None
+) -> None:
     """Print ``table`` so that no word is cut: split into parts that fit the console's width.
 
     rich shrinks a table wider than the terminal (or ``COLUMNS``, or 80 in a log) until
     words turn into ``extrac…``. Here the columns after the first ``key_columns`` (the
     row labels, repeated in every part) go into as many consecutive tables as needed,
-    each no wider than its narrowest rendering with whole words.
+    each no wider than its narrowest rendering with whole words. A column whose header
+    starts with ``attached`` (the summary's "Δ vs ...") stays with the column before it.
     """
-    keys, rest = table.columns[:key_columns], table.columns[key_columns:]
-    parts: list[list[Column]] = []
-    for column in rest:
-        if parts and _min_width(console, table, [*keys, *parts[-1], column]) <= console.width:
-            parts[-1].append(column)
+    keys = table.columns[:key_columns]
+    blocks: list[list[Column]] = []
+    for column in table.columns[key_columns:]:
+        header = column.header.plain if isinstance(column.header, Text) else str(column.header)
+        if blocks and attached is not None and header.startswith(attached):
+            blocks[-1].append(column)
         else:
-            parts.append([column])
+            blocks.append([column])
+    parts: list[list[Column]] = []
+    for block in blocks:
+        if parts and _min_width(console, table, [*keys, *parts[-1], *block]) <= console.width:
+            parts[-1].extend(block)
+        else:
+            parts.append(list(block))
     for index, columns in enumerate(parts or [[]]):
         part = _table_of(table, [*keys, *columns])
         if index:

@@ -78,7 +78,7 @@ def _synonyms(path: Path | None) -> dict[str, str]:
 def _print_report(report: Report, out: Path | None) -> None:
     from bub_semantic_memory.evals.render import comparison_table, summary_table, write_report_files
 
-    print_table(stdout, summary_table(report))
+    print_table(stdout, summary_table(report), attached="Δ")
     if report.comparisons:
         print_table(stdout, comparison_table(report.comparisons), key_columns=2)
     if out is not None:
