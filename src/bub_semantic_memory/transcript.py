@@ -85,6 +85,9 @@ class ReadIssue:
         return f"{where}: {self.message}"
 
 
+_REASON_LABELS = {"malformed_json": "malformed JSON", "invalid_utf8": "invalid UTF-8"}
+
+
 @dataclass
 class ReadReport:
     """What a read or render skipped, truncated or repaired, counted by reason."""
@@ -92,11 +95,22 @@ class ReadReport:
     source: str = "<memory>"
     entries: int = 0
     issues: list[ReadIssue] = field(default_factory=list)
+    log_level: int = logging.WARNING
+    """Level at which each issue is logged (a CLI that prints a summary logs them at DEBUG)."""
 
     def add(self, issue: ReadIssue) -> None:
         """Record and log one issue."""
         self.issues.append(issue)
-        logger.warning("%s: %s", self.source, issue)
+        logger.log(self.log_level, "%s: %s", self.source, issue)
+
+    def summary(self) -> str:
+        """The issues in one line: ``4 lines skipped or repaired: 3 malformed JSON, 1 not an object``."""
+        lines = len({(issue.line, issue.entry_id) for issue in self.issues})
+        counts = ", ".join(
+            f"{n} {_REASON_LABELS.get(reason, reason.replace('_', ' '))}"
+            for reason, n in self.counts.most_common()
+        )
+        return f"{lines} line(s) skipped or repaired: {counts}"
 
     @property
     def counts(self) -> Counter[str]:

@@ -239,7 +239,9 @@ def test_prompts_promote_exits_non_zero_when_the_gate_refuses(tmp_path: Path) ->
             app, ["prompts", "promote", "extract@2", "--base-url", server.base_url, *base]
         )
     assert refused.exit_code == 1
-    assert refused.stderr.startswith("Error: extract@2 was not promoted: relation F1 dropped")
+    *progress, error = refused.stderr.splitlines()  # one progress line per fixture, then the error
+    assert error.startswith("Error: extract@2 was not promoted: relation F1 dropped")
+    assert len(progress) == 12 and all(line.startswith("[") for line in progress)
     listed = json.loads(
         runner.invoke(app, ["prompts", "list", "--json", "--prompts-dir", str(prompts)]).stdout
     )

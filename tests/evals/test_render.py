@@ -426,8 +426,8 @@ def test_html_escapes_report_text() -> None:
 
 def test_html_one_details_per_fixture_with_diffs() -> None:
     page = to_html(make_report())
-    assert page.count("<details") == 2 and page.count("</details>") == 2
-    alpha, beta = page.split("<details")[1:]
+    assert page.count('<details id="fixture-') == 2
+    alpha, beta = page.split('<details id="fixture-')[1:]
     assert alpha.count('<div class="run">') == 2  # both runs side by side
     assert '<ul class="items missed"><li><code>person:Bob</code></li></ul>' in alpha
     assert '<ul class="items spurious"><li><code>org:Acme</code></li></ul>' in alpha
@@ -463,3 +463,42 @@ def test_reports_say_what_a_noted_model_is() -> None:
     markdown, html = to_markdown(report), to_html(report)
     assert "- Model `local`: gemma <270M> (smoke test only)" in markdown
     assert "<dt>Model <code>local</code></dt><dd>gemma &lt;270M&gt; (smoke test only)</dd>" in html
+
+
+def test_html_draws_every_chart_as_inline_svg() -> None:
+    page = to_html(make_report())
+    for chart_id in ("chart-fixture-f1", "chart-comparisons", "chart-entity-types", "chart-relation-types"):
+        assert f'<svg class="chart" id="{chart_id}"' in page
+    assert '<svg class="chart" id="chart-cost"' in page
+    svg = page.split('id="chart-fixture-f1"', 1)[1].split("</svg>", 1)[0]
+    assert svg.count('<rect class="bar"') >= 2 and "<title>" in svg
+    assert "<script" not in page.lower() and "<img" not in page
+
+
+def test_html_charts_escape_report_text() -> None:
+    page = to_html(make_report(second_fixture=INJECTION))
+    charts = "".join(part.split("</svg>", 1)[0] for part in page.split("<svg")[1:])
+    assert "&lt;script&gt;" in charts and INJECTION not in page
+
+
+def test_html_explains_how_to_read_it() -> None:
+    page = to_html(make_report())
+    section = page.split('<section id="how-to-read">', 1)[1].split("</section>", 1)[0]
+    for term in (
+        "Precision (P)",
+        "Recall (R)",
+        "F1",
+        "Untyped",
+        "First-try valid",
+        "Success rate",
+        "Δ and 95% CI",
+    ):
+        assert f"<dt>{term}</dt>" in section
+    assert "paired bootstrap" in section
+
+
+def test_html_template_ships_inside_the_package() -> None:
+    from importlib.resources import files
+
+    templates = files("bub_semantic_memory.evals").joinpath("templates")
+    assert templates.joinpath("report.html.j2").is_file() and templates.joinpath("report.css").is_file()

@@ -2,23 +2,22 @@
 
 The CLI parses arguments, calls the public API and renders results: data on
 stdout, progress and logs on stderr. A failure prints one ``Error: ...`` line and
-exits 1 (usage errors exit 2); ``--verbose`` shows the traceback instead.
+exits 1 (usage errors exit 2); ``--verbose`` shows the traceback instead. The
+conventions live in :mod:`._common`.
 """
 
 from __future__ import annotations
 
 import typer
 
-from bub_semantic_memory.cli import _common, eval_cmd, memory_cmd, models_cmd, prompts_cmd
+from bub_semantic_memory.cli import _app, _common, eval_cmd, memory_cmd, models_cmd, prompts_cmd
 
 __all__ = ["app", "main"]
 
-app = typer.Typer(
+app = _app.new_app(
+    "Extract a memory of entities and relations from Bub tapes, evaluate it, and tune its prompts.",
     name="semantic-memory",
-    help="Extract a memory of entities and relations from Bub tapes, evaluate it, and tune its prompts.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+    cls=_app.CommandGroup,
 )
 
 

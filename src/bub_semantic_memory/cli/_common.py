@@ -7,12 +7,16 @@ import functools
 import logging
 import re
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
+from rich.measure import Measurement
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Column, Table
+from rich.text import Text
 
 from bub_semantic_memory.errors import SemanticMemoryError
 
@@ -35,6 +39,11 @@ def configure_logging(verbose: bool) -> None:
     if not verbose:
         for noisy in ("instructor", "httpx", "httpx2", "openai"):
             logging.getLogger(noisy).setLevel(logging.CRITICAL)
+
+
+def is_verbose() -> bool:
+    """Whether ``--verbose`` was given."""
+    return _state["verbose"]
 
 
 def handle_errors[**P, R](func: Callable[P, R]) -> Callable[P, R]:
@@ -60,9 +69,14 @@ _PYDANTIC_HINT = re.compile(r"For further information visit \S+")
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print ``Error: message`` (always one line) on stderr and exit."""
+    print_error(message)
+    raise typer.Exit(code)
+
+
+def print_error(message: str) -> None:
+    """Print ``Error: message`` on stderr as one line (pydantic's URL hint dropped)."""
     one_line = " ".join(_PYDANTIC_HINT.sub("", message).split())
     stderr.print(f"Error: {one_line}", markup=False)
-    raise typer.Exit(code)
 
 
 @contextlib.asynccontextmanager
@@ -84,3 +98,74 @@ TAPES_DIR_OPTION = typer.Option(
     "--tapes-dir",
     help="A bub tape directory to use instead of bub's configured store (default: bub's, under BUB_HOME).",
 )
+
+
+def print_table(
+    console: Console, table: Table, *, key_columns: int = 1, attached: str | None = None
+) -> None:
+    """Print ``table`` so that no word is cut: split into parts that fit the console's width.
+
+    rich shrinks a table wider than the terminal (or ``COLUMNS``, or 80 in a log) until
+    words turn into ``extrac…``. Here the columns after the first ``key_columns`` (the
+    row labels, repeated in every part) go into as many consecutive tables as needed,
+    each no wider than its narrowest rendering with whole words. A column whose header
+    starts with ``attached`` (the summary's "Δ vs ...") stays with the column before it.
+    """
+    keys = table.columns[:key_columns]
+    blocks: list[list[Column]] = []
+    for column in table.columns[key_columns:]:
+        header = column.header.plain if isinstance(column.header, Text) else str(column.header)
+        if blocks and attached is not None and header.startswith(attached):
+            blocks[-1].append(column)
+        else:
+            blocks.append([column])
+    parts: list[list[Column]] = []
+    for block in blocks:
+        if parts and _min_width(console, table, [*keys, *parts[-1], *block]) <= console.width:
+            parts[-1].extend(block)
+        else:
+            parts.append(list(block))
+    for index, columns in enumerate(parts or [[]]):
+        part = _table_of(table, [*keys, *columns])
+        if index:
+            part.title = f"{table.title} (continued)" if table.title else None
+        if index < len(parts) - 1:
+            part.caption = None
+        console.print(part)
+
+
+def _table_of(template: Table, columns: list[Column]) -> Table:
+    part = Table(title=template.title, caption=template.caption)
+    for column in columns:
+        part.add_column(column.header, justify=column.justify, style=column.style, no_wrap=column.no_wrap)
+    for cells in zip(*(list(column.cells) for column in columns), strict=True):
+        part.add_row(*cells)
+    return part
+
+
+def _min_width(console: Console, template: Table, columns: list[Column]) -> int:
+    """The table's width with every column at its longest word (measured unclamped by the console)."""
+    unbounded = console.options.update_width(10_000)
+    return Measurement.get(console, unbounded, _table_of(template, columns)).minimum
+
+
+@contextlib.contextmanager
+def spinner(console: Console, message: str) -> Iterator[None]:
+    """A spinner with the elapsed time while a long call runs, on a terminal only (never in logs).
+
+    It draws on ``console`` (stderr in the CLI) and disappears when the call returns, so
+    stdout keeps only the result, ``--json`` included.
+    """
+    if not console.is_terminal:
+        yield
+        return
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn(message),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
+    with progress:
+        progress.add_task(message, total=None)
+        yield

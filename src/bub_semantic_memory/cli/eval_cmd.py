@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from bub_semantic_memory.cli._common import API_KEY_ENV, fail, handle_errors, stderr, stdout
+from bub_semantic_memory.cli._app import PROMOTED_PROMPTS, new_app
+from bub_semantic_memory.cli._common import (
+    API_KEY_ENV,
+    fail,
+    handle_errors,
+    print_table,
+    stderr,
+    stdout,
+)
 
 if TYPE_CHECKING:
     from bub_semantic_memory.evals.dataset import Fixture
@@ -18,12 +26,8 @@ if TYPE_CHECKING:
     from bub_semantic_memory.evals.runner import RunOptions
     from bub_semantic_memory.ontology import Ontology
 
-app = typer.Typer(
-    help="Score extraction against gold fixtures, run prompt versions, compare runs.", no_args_is_help=True
-)
-fixtures_app = typer.Typer(
-    help="Eval fixtures: import plain conversations as Bub tapes with gold.", no_args_is_help=True
-)
+app = new_app("Score extraction against gold fixtures, run prompt versions, compare runs.")
+fixtures_app = new_app("Eval fixtures: import plain conversations as Bub tapes with gold.")
 
 FIXTURES = typer.Option(Path("evals/fixtures"), "--fixtures", "-f", help="Fixture directory.")
 TAGS = typer.Option([], "--tag", "-t", help="Only fixtures with this tag (repeatable; any of).")
@@ -102,9 +106,9 @@ def _dataset_ontology(fixtures: Path) -> Ontology | None:
 def _print_report(report: Report, out: Path | None) -> None:
     from bub_semantic_memory.evals.render import comparison_table, summary_table, write_report_files
 
-    stdout.print(summary_table(report))
+    print_table(stdout, summary_table(report), attached="Δ")
     if report.comparisons:
-        stdout.print(comparison_table(report.comparisons))
+        print_table(stdout, comparison_table(report.comparisons), key_columns=2)
     if out is not None:
         paths = write_report_files(report, out)
         stderr.print("Wrote " + ", ".join(str(p) for p in paths.values()), markup=False)
@@ -117,7 +121,7 @@ def run(
     tags: list[str] = TAGS,
     ids: list[str] = IDS,
     prompts: list[str] = typer.Option(
-        ["extract@latest"], "--prompt", "-p", help="Prompt version (repeatable)."
+        PROMOTED_PROMPTS, "--prompt", "-p", help="Prompt version, e.g. extract@3 (repeatable)."
     ),
     model: str = MODEL,
     base_url: str | None = BASE_URL,
@@ -233,7 +237,7 @@ def score(
             str(prf.predicted),
             str(prf.gold),
         )
-    stdout.print(table)
+    print_table(stdout, table)
 
 
 @app.command("compare")

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 
 import typer
 
+from bub_semantic_memory.cli._app import PROMOTED_PROMPT, Command
 from bub_semantic_memory.cli._common import (
     API_KEY_ENV,
     TAPES_DIR_OPTION,
     fail,
     handle_errors,
+    is_verbose,
+    spinner,
     stderr,
     stdout,
     tape_store,
@@ -23,7 +27,7 @@ from bub_semantic_memory.models import Snapshot
 from bub_semantic_memory.prompts import PromptLibrary
 from bub_semantic_memory.render import DEFAULT_BUDGET, render_memory
 from bub_semantic_memory.store import SnapshotStore, session_tape_name, validate_tape_name
-from bub_semantic_memory.transcript import read_tape_file
+from bub_semantic_memory.transcript import Entry, ReadReport, read_tape_file
 
 PROMPTS_DIR_OPTION = typer.Option(
     None,
@@ -35,8 +39,8 @@ PROMPTS_DIR_OPTION = typer.Option(
 
 def register(app: typer.Typer) -> None:
     """Add the memory commands to ``app`` (the console script, or bub's ``memory`` group)."""
-    app.command("extract")(extract)
-    app.command("show")(show)
+    app.command("extract", cls=Command)(extract)
+    app.command("show", cls=Command)(show)
 
 
 @handle_errors
@@ -52,7 +56,7 @@ def extract(
         None, "--api-key", envvar=API_KEY_ENV, help="Endpoint key.", show_default=False
     ),
     mode: str = typer.Option("tools", "--mode", help="Instructor mode: tools, json_schema, md_json, json."),
-    prompt: str = typer.Option("extract", "--prompt", "-p", help="Prompt version, e.g. extract@2."),
+    prompt: str = typer.Option(PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version, e.g. extract@3."),
     prompts_dir: Path | None = PROMPTS_DIR_OPTION,
     tape: str | None = typer.Option(
         None, "--tape", help="Tape name for the store (default: the file's stem)."
@@ -68,10 +72,7 @@ def extract(
 ) -> None:
     """Extract entities and relations from a tape file and print the snapshot(s)."""
     name = validate_tape_name(tape or tape_file.name.removesuffix(".jsonl"))
-    entries, report = read_tape_file(tape_file)
-    if report.issues:
-        counts = ", ".join(f"{n} {reason}" for reason, n in report.counts.items())
-        stderr.print(f"Read {report.entries} entries; skipped or repaired: {counts}", markup=False)
+    entries = _read_tape(tape_file)
 
     async def run() -> list[Snapshot]:
         library = PromptLibrary(prompts_dir) if prompts_dir else None
@@ -91,7 +92,8 @@ def extract(
                     stderr.print(f"Nothing new after entry {memory.watermark} of tape {name}.")
                 return stored
 
-    snapshots = asyncio.run(run())
+    with spinner(stderr, f"Extracting {len(entries)} entries of {tape_file.name} with {model}"):
+        snapshots = asyncio.run(run())
     if out is not None:
         out.write_text("".join(s.model_dump_json() + "\n" for s in snapshots), encoding="utf-8")
     if as_json:
@@ -101,6 +103,17 @@ def extract(
         )
         return
     _print_snapshots(snapshots)
+
+
+def _read_tape(path: Path) -> list[Entry]:
+    """The tape's entries; one summary line for skipped lines (each one with --verbose); none: exit 1."""
+    level = logging.WARNING if is_verbose() else logging.DEBUG
+    entries, report = read_tape_file(path, report=ReadReport(source=str(path), log_level=level))
+    if not entries:
+        fail(f"no entries in {path}: " + (report.summary() if report.issues else "the file is empty"))
+    if report.issues:
+        stderr.print(f"Read {report.entries} entries; {report.summary()}", markup=False)
+    return entries
 
 
 def _print_snapshots(snapshots: list[Snapshot]) -> None:
@@ -130,7 +143,7 @@ def show(
     query: str = typer.Option("", "--query", "-q", help="The user message to rank facts for."),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", min=50, help="Token budget of the block."),
     prompt: str = typer.Option(
-        "extract", "--prompt", "-p", help="Prompt version whose ontology folds the memory."
+        PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version whose ontology folds the memory."
     ),
     prompts_dir: Path | None = PROMPTS_DIR_OPTION,
     tapes_dir: Path | None = TAPES_DIR_OPTION,

@@ -9,12 +9,11 @@ from pathlib import Path
 import typer
 import yaml
 
+from bub_semantic_memory.cli._app import new_app
 from bub_semantic_memory.cli._common import fail, handle_errors, stdout
 from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
 
-app = typer.Typer(
-    help="Versioned prompt files: list, show, new, diff, release, verify, promote.", no_args_is_help=True
-)
+app = new_app("Versioned prompt files: list, show, new, diff, release, verify, promote.")
 
 PROMPTS_DIR = typer.Option(
     None,

@@ -8,8 +8,9 @@ renders to the same bytes.
 * :func:`summary_table`, :func:`comparison_table`, :func:`fixture_table`: ``rich`` tables
   for the terminal;
 * :func:`to_markdown`: a complete ``report.md``;
-* :func:`to_html`: a self-contained ``report.html`` (inline CSS, no scripts, no external
-  resources; per-fixture diffs in ``<details>`` elements, so it works without JS);
+* :func:`to_html`: a self-contained ``report.html`` rendered from the Jinja2 template
+  ``templates/report.html.j2`` (inline CSS and SVG charts from :mod:`.charts`, no
+  scripts, no external resources; per-fixture diffs in ``<details>`` elements);
 * :func:`write_report_files`: ``report.json``, ``report.md`` and ``report.html`` in a folder.
 
 Every piece of report text (fixture ids, entity names, error messages, prompt names) is
@@ -29,16 +30,28 @@ from the cache say so.
 
 from __future__ import annotations
 
-import html
+import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import jinja2
 from rich.table import Table
 from rich.text import Text
 
+from bub_semantic_memory.evals.charts import (
+    MISSING,
+    BarRow,
+    Chart,
+    Interval,
+    IntervalRow,
+    Series,
+    bar_panels,
+    interval_panels,
+    series_for,
+)
 from bub_semantic_memory.evals.report import Comparison, FixtureResult, Metrics, PromptRun, Report
 from bub_semantic_memory.evals.scoring import PRF
 
@@ -534,111 +547,238 @@ def _relation_types(metrics: Metrics) -> dict[str, PRF]:
 
 # --------------------------------------------------------------------------- HTML
 
-_CSS = """
-:root { color-scheme: light; --missed: #b42318; --missed-bg: #fdecea; --spurious: #8a5300;
-  --spurious-bg: #fff4d6; --good: #146c2e; --bad: #b42318; --line: #d0d5dd; --muted: #5f6b7a; }
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2rem auto;
-  max-width: 80rem; padding: 0 1rem; color: #1d2433; line-height: 1.45; }
-code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.92em; }
-table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
-th, td { border: 1px solid var(--line); padding: 0.25rem 0.6rem; vertical-align: top; }
-th { background: #f2f4f7; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-th small, h4 small { color: var(--muted); font-weight: normal; }
-.good { color: var(--good); font-weight: 600; }
-.bad { color: var(--bad); font-weight: 600; }
-dl.meta { display: grid; grid-template-columns: max-content auto; gap: 0.2rem 1rem; }
-dl.meta dt { color: var(--muted); }
-dl.meta dd { margin: 0; }
-nav.toc { border: 1px solid var(--line); border-radius: 6px; padding: 0.5rem 1rem; display: inline-block; }
-nav.toc ol { margin: 0.3rem 0; padding-left: 1.2rem; }
-details { border: 1px solid var(--line); border-radius: 6px; margin: 0.4rem 0; padding: 0.3rem 0.8rem; }
-details[open] { padding-bottom: 0.8rem; }
-summary { cursor: pointer; }
-summary .scores { color: var(--muted); margin-left: 0.6rem; }
-.badge { border-radius: 4px; font-size: 0.8em; padding: 0.05rem 0.4rem; margin-left: 0.4rem; }
-.badge.failed { background: var(--missed-bg); color: var(--missed); }
-.badge.diff { background: var(--spurious-bg); color: var(--spurious); }
-.runs { display: grid; grid-template-columns: repeat(auto-fit, minmax(22rem, 1fr)); gap: 1rem;
-  margin-top: 0.6rem; }
-.run { border-top: 3px solid var(--line); padding-top: 0.3rem; }
-.run h4 { margin: 0.2rem 0; }
-.run h5 { margin: 0.6rem 0 0.2rem; }
-.status.failed { color: var(--bad); }
-.key { border-radius: 4px; padding: 0 0.3rem; }
-.key.missed { background: var(--missed-bg); color: var(--missed); }
-.key.spurious { background: var(--spurious-bg); color: var(--spurious); }
-ul.items { list-style: none; margin: 0; padding: 0; }
-ul.items li { margin: 0.15rem 0; padding: 0.1rem 0.4rem; border-radius: 4px; }
-ul.missed li { background: var(--missed-bg); color: var(--missed); }
-ul.spurious li { background: var(--spurious-bg); color: var(--spurious); }
-.muted { color: var(--muted); }
-"""
-
 _SECTIONS = (
+    ("how-to-read", "How to read this report"),
     ("summary", "Summary"),
+    ("per-fixture", "F1 per fixture"),
     ("comparisons", "Comparisons"),
     ("entity-types", "Entity types"),
     ("relation-types", "Relation types"),
+    ("cost", "Tokens and latency"),
     ("fixtures", "Per fixture"),
 )
+_VERDICT_COLORS: dict[Tone, str] = {"good": "#146c2e", "bad": "#b42318", "": "#7f7f7f"}
+_FAILED = "✗"
 
 
-def _h(text: object) -> str:
-    return html.escape(str(text), quote=True)
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """The Jinja2 environment of ``templates/`` (loaded from the installed package, wheel included)."""
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("bub_semantic_memory.evals", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    environment.filters["score"] = _maybe_score
+    environment.filters["n"] = _coordinate
+    environment.globals["zip"] = zip
+    return environment
 
 
-def _html_table(grid: _Grid) -> str:
-    head = []
-    for column in grid.columns:
-        sub = f"<br><small>{_h(column.subtitle)}</small>" if column.subtitle else ""
-        head.append(f"<th>{_h(column.title)}{sub}</th>")
-    body = []
-    for row in grid.rows:
-        cells = [f"<th>{_h(row.label)}</th>"]
-        for column, cell in zip(grid.columns[1:], row.cells, strict=True):
-            classes = [c for c in ("num" if column.numeric else "", cell.tone) if c]
-            attr = f' class="{" ".join(classes)}"' if classes else ""
-            cells.append(f"<td{attr}>{_h(cell.text)}</td>")
-        body.append(f"<tr>{''.join(cells)}</tr>")
-    return (
-        f"<table>\n<thead><tr>{''.join(head)}</tr></thead>\n<tbody>\n"
-        + "\n".join(body)
-        + "\n</tbody>\n</table>"
+def _maybe_score(value: float | None) -> str:
+    return MISSING if value is None else _score(value)
+
+
+def _coordinate(value: float) -> str:
+    """An SVG coordinate: one decimal at most, no trailing zeros, never ``-0``."""
+    text = f"{value:.1f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _series(report: Report) -> tuple[Series, ...]:
+    prompts = [run.prompt for run in report.runs]
+    unique = len(set(prompts)) == len(prompts)
+    return series_for([run.prompt if unique else _run_label(run) for run in report.runs])
+
+
+def _fixture_group(fixture_id: str) -> str:
+    """The fixture id's prefix (``coref`` of ``coref-new-coworkers``): fixtures are named by kind."""
+    return fixture_id.split("-", 1)[0] if "-" in fixture_id else ""
+
+
+def _fixture_chart(report: Report) -> Chart | None:
+    ids = _fixture_ids(report)
+    if not ids or not report.runs:
+        return None
+    by_run = [{r.fixture: r for r in run.fixtures} for run in report.runs]
+    rows = []
+    for fixture in sorted(ids, key=_fixture_group):  # stable: report order within a group
+        results = [results_of.get(fixture) for results_of in by_run]
+        values = tuple(
+            tuple(None if r is None else getattr(r, kind).f1 for r in results)
+            for kind in ("entities", "relations")
+        )
+        notes = tuple("not run" if r is None else ("" if r.ok else _FAILED) for r in results)
+        rows.append(BarRow(fixture, values, notes, _fixture_group(fixture)))
+    return bar_panels(
+        chart_id="chart-fixture-f1",
+        title="F1 per fixture",
+        description="Entity F1 and relation F1 of each fixture, one bar per run.",
+        series=_series(report),
+        panels=("Entity F1", "Relation F1"),
+        rows=rows,
+        fmt=_score,
     )
 
 
-def _html_prf_table(result: FixtureResult) -> str:
+def _interval(delta: float | None, ci: tuple[float, float] | None) -> Interval | None:
+    """A chart interval, or ``None`` (nothing drawn, "–") when the difference is undefined."""
+    if delta is None or ci is None:
+        return None
+    return Interval(delta, ci[0], ci[1], _VERDICT_COLORS[_verdict(ci)[1]])
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _comparison_chart(comparisons: Sequence[Comparison]) -> Chart:
     rows = []
-    for label, prf in (("Entities", result.entities), ("Relations", result.relations)):
-        numbers = (*(_score(v) for v in _prf_values(prf)), str(prf.tp), str(prf.gold), str(prf.predicted))
-        rows.append(f"<tr><th>{label}</th>" + "".join(f'<td class="num">{n}</td>' for n in numbers) + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("", "P", "R", "F1", "Matched", "Gold", "Predicted"))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    for c in comparisons:
+        pairs = ((c.entity_f1_delta, c.entity_f1_ci95), (c.relation_f1_delta, c.relation_f1_ci95))
+        cells = tuple(_interval(delta, ci) for delta, ci in pairs)
+        rows.append(IntervalRow(f"{c.candidate} vs {c.baseline}", cells))
+    return interval_panels(
+        chart_id="chart-comparisons",
+        title="F1 differences with 95% intervals",
+        description="For each comparison, the entity and relation F1 difference and its bootstrap interval.",
+        panels=("Entity F1 Δ", "Relation F1 Δ"),
+        rows=rows,
+        fmt=_signed,
+    )
 
 
-def _html_run_diff(run: PromptRun, result: FixtureResult | None) -> str:
-    parts = [f'<div class="run"><h4>{_h(run.prompt)} <small>{_h(run.model)}</small></h4>']
-    if result is None:
-        parts.append('<p class="muted">Not in this run.</p></div>')
-        return "\n".join(parts)
-    flags = " · cached" if result.cached else ""
-    if result.ok:
-        parts.append(f'<p class="status">ok{flags}</p>')
-    else:
-        parts.append(f'<p class="status failed">failed: {_h(_error_text(result))}{flags}</p>')
-    parts.append(_html_prf_table(result))
-    lists = list(_diff_lists(result))
-    if not lists:
-        parts.append('<p class="muted">No missed or spurious items.</p>')
-    for title, kind, items in lists:
-        note = "gold, not found" if kind == "missed" else "predicted, not in gold"
-        parts.append(f'<h5>{_h(title)} ({len(items)}) <small class="muted">{note}</small></h5>')
-        parts.append(
-            f'<ul class="items {kind}">' + "".join(f"<li><code>{_h(i)}</code></li>" for i in items) + "</ul>"
+def _type_chart(
+    report: Report, per_type: Callable[[Metrics], dict[str, PRF]], chart_id: str, title: str
+) -> Chart | None:
+    types = sorted({name for run in report.runs for name in per_type(run.metrics)})
+    if not types:
+        return None
+    rows = []
+    for name in types:
+        found = [per_type(run.metrics).get(name) for run in report.runs]
+        gold = next((prf.gold for prf in found if prf is not None), 0)
+        values = tuple(
+            tuple(None if prf is None else getattr(prf, metric) for prf in found)
+            for metric in ("precision", "recall", "f1")
         )
-    parts.append("</div>")
-    return "\n".join(parts)
+        rows.append(BarRow(f"{name} ({gold})", values))
+    return bar_panels(
+        chart_id=chart_id,
+        title=title,
+        description=f"{title}: precision, recall and F1 of each type, one bar per run.",
+        series=_series(report),
+        panels=("Precision", "Recall", "F1"),
+        rows=rows,
+        fmt=_score,
+        panel_width=160.0,
+    )
+
+
+def _cost_chart(report: Report) -> Chart | None:
+    if not report.runs:
+        return None
+    metrics = [run.metrics for run in report.runs]
+    row = BarRow(
+        "",
+        (
+            tuple(_number(m.prompt_tokens) for m in metrics),
+            tuple(_number(m.completion_tokens) for m in metrics),
+            tuple(_number(m.latency_p50_s) for m in metrics),
+            tuple(_number(m.latency_p95_s) for m in metrics),
+        ),
+    )
+    return bar_panels(
+        chart_id="chart-cost",
+        title="Tokens and latency per run",
+        description="Prompt and completion tokens of each run, its median and 95th-percentile call latency.",
+        series=_series(report),
+        panels=("Prompt tokens", "Completion tokens", "Latency p50 (s)", "Latency p95 (s)"),
+        rows=[row],
+        fmt=(_count, _count, _two_decimals, _two_decimals),
+        fixed_max=None,
+        panel_width=150.0,
+    )
+
+
+@dataclass(frozen=True)
+class _RunView:
+    prompt: str
+    model: str
+    result: FixtureResult | None
+    status: str
+    lists: tuple[tuple[str, str, list[str]], ...]
+
+
+@dataclass(frozen=True)
+class _FixtureView:
+    id: str
+    scores: tuple[str, ...]
+    failed_runs: int
+    has_diff: bool
+    runs: tuple[_RunView, ...]
+
+
+def _fixture_view(fixture: str, report: Report, names: Sequence[str]) -> _FixtureView:
+    results = [{r.fixture: r for r in run.fixtures}.get(fixture) for run in report.runs]
+    scores = tuple(
+        f"{name}: not run"
+        if result is None
+        else f"{name}: entity F1 {_maybe_score(result.entities.f1)}, "
+        f"relation F1 {_maybe_score(result.relations.f1)}"
+        for name, result in zip(names, results, strict=True)
+    )
+    runs = []
+    for run, result in zip(report.runs, results, strict=True):
+        status = ""
+        lists: tuple[tuple[str, str, list[str]], ...] = ()
+        if result is not None:
+            cached = " · cached" if result.cached else ""
+            status = f"ok{cached}" if result.ok else f"failed: {_error_text(result)}{cached}"
+            lists = tuple(_diff_lists(result))
+        runs.append(_RunView(run.prompt, run.model, result, status, lists))
+    return _FixtureView(
+        fixture,
+        scores,
+        sum(1 for r in results if r is not None and not r.ok),
+        any(r is not None and _has_diff(r) for r in results),
+        tuple(runs),
+    )
+
+
+def to_html(report: Report) -> str:
+    """A self-contained ``report.html``, rendered from ``templates/report.html.j2``.
+
+    One file that works offline: inline CSS and SVG charts, no script, no external
+    resource. It holds a "how to read this" section explaining each metric and the
+    interval, the summary table, charts of F1 per fixture (grouped by the fixture id's
+    prefix), of each comparison's Δ with its 95% interval, of P/R/F1 per entity and
+    relation type and of tokens and latency per run, the numbers behind them, and one
+    ``<details>`` element per fixture showing every run side by side (P/R/F1, matched
+    counts, status, missed and spurious items). Undefined scores show as "–" and draw
+    no bar. All report text is escaped. Deterministic, like :func:`to_markdown`.
+    """
+    names = [s.label for s in _series(report)]
+    type_sections = [
+        (anchor, title, _type_chart(report, types, f"chart-{anchor}", title), _type_grid(report.runs, types))
+        for (anchor, title), types in zip(_SECTIONS[4:6], (_entity_types, _relation_types), strict=True)
+    ]
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            report=report,
+            sections=_SECTIONS,
+            summary=_summary_grid(report) if report.runs else None,
+            comparisons=_comparison_grid(report.comparisons),
+            comparison_chart=_comparison_chart(report.comparisons) if report.comparisons else None,
+            fixture_chart=_fixture_chart(report),
+            type_sections=type_sections,
+            cost_chart=_cost_chart(report),
+            fixtures=[_fixture_view(fixture, report, names) for fixture in _fixture_ids(report)],
+        )
+    )
 
 
 def _fixture_ids(report: Report) -> list[str]:
@@ -647,96 +787,6 @@ def _fixture_ids(report: Report) -> list[str]:
     for run in report.runs:
         ids.update(dict.fromkeys(r.fixture for r in run.fixtures))
     return list(ids)
-
-
-def _html_fixture(index: int, fixture: str, report: Report) -> str:
-    results = [{r.fixture: r for r in run.fixtures}.get(fixture) for run in report.runs]
-    prompts = [run.prompt for run in report.runs]
-    unique = len(set(prompts)) == len(prompts)
-    scores = []
-    for run, result in zip(report.runs, results, strict=True):
-        shown = (
-            "not run"
-            if result is None
-            else f"entity F1 {_score(result.entities.f1)}, relation F1 {_score(result.relations.f1)}"
-        )
-        scores.append(f"{_h(run.prompt if unique else _run_label(run))}: {shown}")
-    badges = ""
-    failed = sum(1 for r in results if r is not None and not r.ok)
-    if failed:
-        badges += f'<span class="badge failed">failed in {failed} run(s)</span>'
-    if any(r is not None and _has_diff(r) for r in results):
-        badges += '<span class="badge diff">misses or spurious items</span>'
-    runs = "\n".join(_html_run_diff(run, r) for run, r in zip(report.runs, results, strict=True))
-    return (
-        f'<details id="fixture-{index}">\n<summary><code>{_h(fixture)}</code>'
-        f'<span class="scores">{" · ".join(scores)}</span>{badges}</summary>\n'
-        f'<div class="runs">\n{runs}\n</div>\n</details>'
-    )
-
-
-def to_html(report: Report) -> str:
-    """A self-contained ``report.html``: inline CSS, no scripts, no external resources.
-
-    Holds a table of contents, the summary, comparison and per-type tables, then one
-    ``<details>`` element per fixture showing every run side by side: its P/R/F1,
-    matched counts, status (failed fixtures with their error), and missed (gold not
-    found, red) and spurious (predicted but not gold, amber) entities and relations.
-    All report text is HTML-escaped. Deterministic, like :func:`to_markdown`.
-    """
-    toc = "".join(f'<li><a href="#{anchor}">{title}</a></li>' for anchor, title in _SECTIONS)
-    meta = [
-        ("Created", _h(report.created_at.isoformat())),
-        ("Fixtures dir", f"<code>{_h(report.fixtures_dir)}</code>"),
-        ("Dataset sha256", f"<code>{_h(report.dataset_sha256[:12])}</code>"),
-        ("Fixtures", str(len(report.fixture_ids))),
-        ("Runs", str(len(report.runs))),
-        *((f"Model <code>{_h(model)}</code>", _h(note)) for model, note in report.model_notes().items()),
-    ]
-    body = [
-        "<h1>Eval report</h1>",
-        '<dl class="meta">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta) + "</dl>",
-        f'<nav class="toc"><strong>Contents</strong><ol>{toc}</ol></nav>',
-        '<section id="summary">\n<h2>Summary</h2>',
-        _html_table(_summary_grid(report)) if report.runs else "<p>No runs.</p>",
-        "</section>",
-        '<section id="comparisons">\n<h2>Comparisons</h2>',
-    ]
-    if report.comparisons:
-        body += [
-            "<p>Paired bootstrap over fixtures; Δ is candidate − baseline, with its 95% interval.</p>",
-            _html_table(_comparison_grid(report.comparisons)),
-        ]
-    else:
-        body.append("<p>No comparisons.</p>")
-    body.append("</section>")
-    for (anchor, title), per_type in zip(_SECTIONS[2:4], (_entity_types, _relation_types), strict=True):
-        grid = _type_grid(report.runs, per_type)
-        body += [
-            f'<section id="{anchor}">\n<h2>{title}</h2>',
-            _html_table(grid) if grid.rows else "<p>None.</p>",
-            "</section>",
-        ]
-    body.append('<section id="fixtures">\n<h2>Per fixture</h2>')
-    body.append(
-        '<p class="muted">One entry per fixture, every run side by side. '
-        '<span class="key missed">Missed</span>: gold, not found. '
-        '<span class="key spurious">Spurious</span>: predicted, not in gold. '
-        "Matched: true positives.</p>"
-    )
-    body += [_html_fixture(index, fixture, report) for index, fixture in enumerate(_fixture_ids(report), 1)]
-    body.append("</section>")
-    head = (
-        '<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        "<title>Eval report</title>\n"
-        f"<style>{_CSS}</style>"
-    )
-    return (
-        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n{head}\n</head>\n<body>\n'
-        + "\n".join(body)
-        + "\n</body>\n</html>\n"
-    )
 
 
 # --------------------------------------------------------------------------- files

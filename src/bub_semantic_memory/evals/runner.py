@@ -13,19 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from bub_semantic_memory.errors import ExtractionError, ReplayMissError
 from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key
 from bub_semantic_memory.evals.dataset import Fixture, GoldEntity, GoldRelation, Prediction, dataset_hash
 from bub_semantic_memory.evals.labels import LabelMap, ontology_sha256
+from bub_semantic_memory.evals.progress import RunProgress
 from bub_semantic_memory.evals.report import (
     FixtureResult,
     Metrics,
@@ -279,15 +278,7 @@ async def run_eval(
     shared = backend is not None and options.backend is None
     runs: list[PromptRun] = []
     console = console or Console(stderr=True)
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not (options.progress and console.is_terminal),  # a bar only on a terminal, never in logs
-        transient=False,
-    )
+    progress = RunProgress(console, len(fixtures) * len(prompts), enabled=options.progress)
     try:
         with progress:
             for prompt in prompts:
@@ -310,28 +301,28 @@ async def _run_prompt(
     fixtures: Sequence[Fixture],
     options: RunOptions,
     backend: ChatBackend | None,
-    progress: Progress,
+    progress: RunProgress,
 ) -> PromptRun:
     if options.ontology is not None:
         prompt = prompt.with_ontology(options.ontology, ontology_sha256(options.ontology))
     runner = _PromptRunner(prompt, options, backend)
     config = scoring_config(prompt.ontology, options.label_map, options.relation_synonyms)
-    task = progress.add_task(f"{prompt} · {options.model}", total=len(fixtures))
+    progress.start_run(f"{prompt} ({options.model})", len(fixtures))
     semaphore = asyncio.Semaphore(max(1, options.concurrency))
 
     async def one(fixture: Fixture) -> tuple[FixtureResult, FixtureScore]:
         async with semaphore:
             outcome = await runner.extract(fixture)
-        progress.advance(task)
-        return runner.result(fixture, outcome, config)
+        result, score = runner.result(fixture, outcome, config)
+        progress.fixture_done(result)
+        return result, score
 
-    started = time.monotonic()
     try:
         scored = list(await asyncio.gather(*(one(f) for f in fixtures)))
     finally:
         if backend is None:
             await runner.extractor.aclose()
-    progress.update(task, description=f"{prompt} · {options.model} · {time.monotonic() - started:.1f}s")
+    progress.finish_run()
     return PromptRun(
         prompt=str(prompt),
         prompt_sha256=prompt.sha256,

@@ -1,0 +1,169 @@
+"""Progress of long steps: lines in logs, a bar or spinner on a terminal, nothing on stdout."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from typer.testing import CliRunner
+
+from bub_semantic_memory.cli import app
+from bub_semantic_memory.evals.dataset import Prediction
+from bub_semantic_memory.evals.progress import RunProgress, format_duration
+from bub_semantic_memory.evals.report import FixtureResult
+from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, delay_reply, tool_call_reply
+from tests.conftest import DATA, REPO
+
+FIXTURES = REPO / "evals" / "fixtures"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def result(fixture: str, *, requests: int = 1, ok: bool = True, cached: bool = False) -> FixtureResult:
+    return FixtureResult(
+        fixture=fixture,
+        ok=ok,
+        error_type=None if ok else "ExtractionError",
+        cached=cached,
+        requests_made=requests,
+        prediction=Prediction(fixture=fixture),
+    )
+
+
+def test_durations_read_as_seconds_minutes_or_hours() -> None:
+    assert [format_duration(s) for s in (0, 42.4, 185, 3720)] == ["0 s", "42 s", "3 min 05 s", "1 h 02 min"]
+
+
+def test_in_a_log_each_fixture_is_one_line_with_counts_requests_elapsed_and_eta() -> None:
+    out, clock = io.StringIO(), Clock()
+    with RunProgress(Console(file=out, width=200), 4, clock=clock) as progress:
+        progress.start_run("extract@2 (m)", 2)
+        clock.now += 10
+        progress.fixture_done(result("alpha", requests=2))
+        clock.now += 10
+        progress.fixture_done(result("beta", ok=False))
+        progress.finish_run()
+        progress.start_run("extract@3 (m)", 2)
+        clock.now += 5
+        progress.fixture_done(result("alpha", requests=0, cached=True))
+    assert out.getvalue().splitlines() == [
+        "[1/4] extract@2 (m) · alpha: ok, 2 request(s); elapsed 10 s, ETA 30 s",
+        "[2/4] extract@2 (m) · beta: failed (ExtractionError), 1 request(s); elapsed 20 s, ETA 20 s",
+        "[3/4] extract@3 (m) · alpha: ok, cached; elapsed 25 s, ETA 8 s",
+    ]
+    assert progress.requests == 3
+
+
+def test_on_a_terminal_a_bar_shows_done_of_total_requests_and_eta() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=120)
+    with RunProgress(console, 2) as progress:
+        progress.start_run("extract@2 (m)", 2)
+        progress.fixture_done(result("alpha", requests=3))
+        progress.fixture_done(result("beta", requests=1))
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert "extract@2 (m)" in text and "2/2" in text and "4 requests" in text and "ETA" in text
+    assert "[1/2]" not in text  # no per-fixture lines under a bar
+
+
+def test_disabled_progress_says_nothing() -> None:
+    out = io.StringIO()
+    with RunProgress(Console(file=out), 1, enabled=False) as progress:
+        progress.start_run("x", 1)
+        progress.fixture_done(result("alpha"))
+    assert out.getvalue() == ""
+
+
+def test_eval_run_reports_every_fixture_on_stderr_and_keeps_stdout_for_results(tmp_path: Path) -> None:
+    from bub_semantic_memory.evals.dataset import load_fixtures
+
+    quick = load_fixtures(FIXTURES, tags=["quick"])
+    with FakeOpenAIServer(responder=OracleResponder.from_golds(f.gold for f in quick)) as server:
+        done = CliRunner().invoke(
+            app,
+            [
+                "eval",
+                "run",
+                "--fixtures",
+                str(FIXTURES),
+                "--tag",
+                "quick",
+                "--prompt",
+                "extract@1",
+                "--model",
+                "oracle",
+                "--base-url",
+                server.base_url,
+                "--out",
+                str(tmp_path / "o"),
+                "--cache-dir",
+                str(tmp_path / "c"),
+            ],
+        )
+    assert done.exit_code == 0, done.output
+    lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert [line.split("]")[0] for line in lines] == [f"[{i}/{len(quick)}" for i in range(1, len(quick) + 1)]
+    assert all("extract@1 (oracle)" in line and "ETA" in line for line in lines)
+    assert "ETA" not in done.stdout
+
+
+def test_extract_shows_a_spinner_with_elapsed_time_on_a_terminal_and_nothing_on_stdout(
+    tmp_path: Path,
+) -> None:
+    extraction = {"entities": [{"name": "Maya Lin", "type": "person", "evidence": [6]}], "relations": []}
+    with FakeOpenAIServer(
+        responder=lambda r: delay_reply(1.5, tool_call_reply("Extraction", extraction))
+    ) as server:
+        master, slave = pty.openpty()
+        process = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "semantic-memory"),
+                "extract",
+                str(DATA / "bub_run_tape.jsonl"),
+                "--model",
+                "m",
+                "--base-url",
+                server.base_url,
+                "--api-key",
+                "k",
+                "--prompt",
+                "extract@1",
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=slave,
+            env={**os.environ, "COLUMNS": "100", "TERM": "xterm"},
+        )
+        os.close(slave)
+        stdout, _ = process.communicate(timeout=60)
+        terminal = b""
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            terminal += chunk
+        os.close(master)
+    assert process.returncode == 0
+    [snapshot] = json.loads(stdout)  # stdout holds the JSON and nothing else
+    assert snapshot["entities"][0]["name"] == "Maya Lin"
+    shown = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", terminal).decode()
+    assert "Extracting 29 entries of bub_run_tape.jsonl with m" in shown
+    assert re.search(r"0:00:0[0-9]", shown)
