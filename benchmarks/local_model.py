@@ -1,45 +1,108 @@
-"""6. Local model: seconds per extraction call and per fixture with the in-process llama.cpp backend.
+"""6. Local model: the default Qwen2.5-Coder 1.5B on the CPU, a cold prompt against a warm prefix.
 
-``--model local`` runs the packaged Gemma 3 270M (Q4_K_M) through llama-cpp-python in this
-process. It is slow on small machines, so only a few calls are measured: the 3 smallest
-fixtures tagged ``quick`` with prompt ``extract@1``, concurrency 1, cache off, through the
-same :func:`run_eval` the CLI uses, one fixture at a time (after 2 fixtures no new one is
-started once 4 minutes have passed, so a busy machine cannot stretch the run without bound).
-The model is loaded (and answers a 1-token request) before timing, so load time is reported
-separately. Skipped with a note when ``llama_cpp``
-is not importable, and in ``--quick`` runs.
+``--model local`` runs Qwen2.5-Coder 1.5B Instruct (Q4_K_M) through llama-cpp-python in
+this process. Prompt processing dominates a request on a CPU, and llama.cpp re-evaluates
+only what follows the longest prefix it already holds, so the prompts keep their static
+part (instructions, types, example) first. Measured side by side in one run:
+
+* the same extraction request (the promoted prompt's entity step for one quick fixture,
+  with its grammar) answered **cold** (the backend reset first: the whole prompt is
+  processed) and **warm** (reset, then another fixture's request first: only the shared
+  static prefix is held), per fixture; the ratio of the medians is the speed-up;
+* prompt-processing and generation tokens per second, from llama.cpp's own counters;
+* the quick set end to end with the promoted prompt (``run_eval``, concurrency 1, cache off).
+
+Skipped with a note when ``llama_cpp`` is not importable, and in ``--quick`` runs.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import statistics
 import time
+from typing import Any
 
 from rich.console import Console
 
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
 from bub_semantic_memory.evals.dataset import load_fixtures
-from bub_semantic_memory.evals.report import FixtureResult
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
-from bub_semantic_memory.models import Usage
 from bub_semantic_memory.prompts import PromptLibrary
+from bub_semantic_memory.schema import Constraints, build_entities_model, candidate_names
+from bub_semantic_memory.window import plan_windows
 
 __all__ = ["run"]
 
-FIXTURE_COUNT = 3
-MIN_FIXTURES = 2
-TIME_BUDGET_S = 240.0
-PROMPT = "extract@1"
+PAIRS = 4
+
+
+def _perf(backend: Any) -> tuple[float, int, float, int]:
+    """llama.cpp's counters since the last reset: prompt ms, prompt tokens, generation ms, tokens."""
+    llama_cpp: Any = importlib.import_module("llama_cpp")
+    data = llama_cpp.llama_perf_context(backend._llm._ctx.ctx)
+    return data.t_p_eval_ms, data.n_p_eval, data.t_eval_ms, data.n_eval
+
+
+def _reset_perf(backend: Any) -> None:
+    llama_cpp: Any = importlib.import_module("llama_cpp")
+    llama_cpp.llama_perf_context_reset(backend._llm._ctx.ctx)
+
+
+def _entity_requests(prompt_ref: str) -> list[dict[str, Any]]:
+    """The entity-step request of each quick fixture's first window, as the extractor shapes it."""
+    prompt = PromptLibrary().load(prompt_ref)
+    requests = []
+    for fixture in load_fixtures(FIXTURES, tags=["quick"]):
+        window = plan_windows(fixture.entries(), watermark=0, chunk_tokens=1500).windows[0]
+        text = "\n".join([window.context.text(), window.lines.text()])
+        names = candidate_names(text)
+        turns = tuple(sorted({*window.context.entry_ids, *window.lines.entry_ids}))
+        model = build_entities_model(
+            prompt.ontology, constraints=Constraints(turns=turns, names=tuple(names) if names else None)
+        )
+        messages = prompt.render(
+            transcript=window.lines.text(),
+            context=window.context.text(),
+            known_entities=[],
+            first_entry_id=window.first_entry_id,
+            last_entry_id=window.last_entry_id,
+            step="entities",
+            entities=[],
+        )
+        tool = {"type": "function", "function": {"name": "Entities", "parameters": model.model_json_schema()}}
+        requests.append(
+            {
+                "messages": messages,
+                "tools": [tool],
+                "tool_choice": {"type": "function", "function": {"name": "Entities"}},
+                "max_tokens": 512,
+            }
+        )
+    return requests
+
+
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+async def _timed(backend: Any, request: dict[str, Any]) -> tuple[float, tuple[float, int, float, int]]:
+    _reset_perf(backend)
+    start = time.perf_counter()
+    await backend.create(**request)
+    return time.perf_counter() - start, _perf(backend)
 
 
 async def run(config: BenchConfig) -> Section:
+    prompt_ref = PromptLibrary().manifest().promoted["extract"]
+    promoted = f"extract@{prompt_ref.version}"
     section = Section(
         6,
         "Local model",
         method=(
-            f"`run_eval` with `--model local` (llama.cpp, packaged Gemma 3 270M Q4_K_M) on the "
-            f"{FIXTURE_COUNT} smallest fixtures tagged `quick`, prompt {PROMPT}, concurrency 1, cache off; "
-            "model loaded before timing."
+            f"Qwen2.5-Coder 1.5B Instruct Q4_K_M in process (llama.cpp), prompt {promoted}. Cold and "
+            f"warm runs of the same entity-step request for {PAIRS} quick fixtures, in one run; then the "
+            "quick set end to end (run_eval, concurrency 1, cache off). Model loaded before timing."
         ),
     )
     if config.quick:
@@ -50,91 +113,81 @@ async def run(config: BenchConfig) -> Section:
         return section
 
     from bub_semantic_memory.local import LocalBackend
-    from bub_semantic_memory.local_models import model_note
 
-    fixtures = sorted(load_fixtures(FIXTURES, tags=["quick"]), key=lambda f: f.tape_path.stat().st_size)
     backend = LocalBackend.from_model_spec("local")
-    prompt = PromptLibrary().load(PROMPT)
-    results: list[FixtureResult] = []
-    walls: list[float] = []
+    requests = _entity_requests(promoted)[:PAIRS]
+    cold: list[float] = []
+    warm: list[float] = []
+    table = Table(
+        f"cold against warm prefix, {backend.n_threads} threads",
+        ["fixture #", "prompt tokens", "cold s", "warm s", "ratio", "tokens evaluated warm"],
+    )
+    prompt_rate: list[float] = []
+    generation_rate: list[float] = []
     try:
         start = time.perf_counter()
         await backend.create(messages=[{"role": "user", "content": "Hi"}], max_tokens=1)
         load_s = time.perf_counter() - start
+        for index, request in enumerate(requests):
+            other = requests[(index + 1) % len(requests)]
+            backend.reset()
+            cold_s, (p_ms, p_n, g_ms, g_n) = await _timed(backend, request)
+            backend.reset()
+            await backend.create(**other)  # holds the shared static prefix, not this request's tail
+            warm_s, (_, warm_n, _, _) = await _timed(backend, request)
+            cold.append(cold_s)
+            warm.append(warm_s)
+            if p_ms:
+                prompt_rate.append(p_n / (p_ms / 1000))
+            if g_ms:
+                generation_rate.append(g_n / (g_ms / 1000))
+            table.rows.append(
+                [index + 1, p_n, f"{cold_s:.1f}", f"{warm_s:.1f}", f"{cold_s / warm_s:.2f}", warm_n]
+            )
         with temp_dir("local-cache") as cache:
             options = RunOptions(
                 model="local", backend=backend, concurrency=1, cache="off", cache_dir=cache, progress=False
             )
+            fixtures = load_fixtures(FIXTURES, tags=["quick"])
             began = time.perf_counter()
-            for fixture in fixtures[:FIXTURE_COUNT]:
-                if len(results) >= MIN_FIXTURES and time.perf_counter() - began > TIME_BUDGET_S:
-                    break  # enough calls measured; the model is slow on a busy machine
-                start = time.perf_counter()
-                report = await run_eval(
-                    [fixture], [prompt], options, console=Console(stderr=True, quiet=True)
-                )
-                walls.append(time.perf_counter() - start)
-                results.extend(report.runs[0].fixtures)
+            report = await run_eval(
+                fixtures, [PromptLibrary().load(promoted)], options, console=Console(stderr=True, quiet=True)
+            )
+            quick_s = time.perf_counter() - began
     finally:
         await backend.aclose()
 
-    usage = sum((r.usage for r in results), Usage())
-    calls = sum(r.calls for r in results)
-    table = Table(
-        f"{model_note('local')}, {PROMPT}, {backend.n_threads} threads",
-        [
-            "fixture",
-            "tape bytes",
-            "calls",
-            "requests",
-            "seconds",
-            "seconds / request",
-            "ok",
-            "entity F1",
-            "error",
-        ],
-    )
-    for r, wall in zip(results, walls, strict=True):
-        fixture = next(f for f in fixtures if f.id == r.fixture)
-        table.rows.append(
-            [
-                r.fixture,
-                f"{fixture.tape_path.stat().st_size:,}",
-                r.calls,
-                r.usage.requests,
-                f"{wall:.1f}",
-                f"{r.usage.latency_s / r.usage.requests:.1f}" if r.usage.requests else "—",
-                "yes" if r.ok else "no",
-                "–" if r.entities.f1 is None else f"{r.entities.f1:.2f}",
-                (r.error_type or "")[:40],
-            ]
-        )
-    per_request = usage.latency_s / usage.requests if usage.requests else 0.0
-    per_call = usage.latency_s / calls if calls else 0.0
-    succeeded = sum(1 for r in results if r.ok)
+    ratio = statistics.median(cold) / statistics.median(warm)
     section.row(
-        "local model: seconds per extraction call",
-        f"{per_call:.1f} s",
+        "local model: cold prompt / warm prefix, per request (median)",
+        f"{ratio:.2f}×",
+        "≥ 2×",
+        ratio >= 2.0,
+        f"cold {statistics.median(cold):.1f} s, warm {statistics.median(warm):.1f} s over "
+        f"{len(cold)} requests; model load {load_s:.1f} s",
+        kind="ratio",
+    )
+    section.row(
+        "local model: prompt processing / generation speed",
+        f"{statistics.median(prompt_rate):.0f} / {statistics.median(generation_rate):.1f} tok/s",
         "",
         None,
-        f"{calls} calls over {len(results)} fixtures; {usage.requests} model requests (re-asks included), "
-        f"{per_request:.1f} s each; {usage.prompt_tokens:,} prompt tokens read and "
-        f"{usage.completion_tokens:,} completion tokens written in all; "
-        f"model load {load_s:.1f} s, once per process",
+        "llama.cpp's counters on the cold requests (generation under the schema's grammar)",
         kind="time",
     )
+    metrics = report.runs[0].metrics
     section.row(
-        "local model: seconds per fixture",
-        f"{sum(walls) / len(walls):.1f} s" if walls else "—",
-        "",
-        None,
-        f"{len(results)} fixtures in {sum(walls):.1f} s; {succeeded} of {len(results)} extracted "
-        "without error (a 270M smoke-test model: not a quality figure)",
+        f"local model: quick set with {promoted}",
+        f"{quick_s / 60:.1f} min",
+        "≤ 6 min",
+        quick_s <= 360,
+        f"{metrics.fixtures} fixtures, {metrics.calls} calls, {metrics.requests_made} requests; "
+        f"entity F1 {_score(metrics.entities.f1)}, success {metrics.success_rate:.0%}",
         kind="time",
     )
     section.tables.append(table)
     section.notes.append(
-        "llama.cpp decodes under a JSON-schema grammar on the CPU threads of this machine, which other "
-        "processes may share; treat these times as order-of-magnitude figures."
+        "Both sides of each ratio are the same request on the same loaded model, one after the other; the "
+        "machine's 2 cores may be shared with other processes, so absolute seconds are indicative only."
     )
     return section

@@ -18,7 +18,7 @@ from bub_semantic_memory.evals.report import load_report
 from tests.conftest import REPO
 from tests.helpers.browser import CHROMIUM, chromium_available, open_page
 
-REPORT = REPO / "evals" / "reports" / "local-quick-extract1-2-3" / "report.json"
+REPORT = REPO / "evals" / "reports" / "oracle-all-extract1-vs-2" / "report.json"  # every chart has data in it
 CHARTS = ["chart-fixture-f1", "chart-comparisons", "chart-entity-types", "chart-relation-types", "chart-cost"]
 
 

@@ -145,7 +145,10 @@ FAULTS: dict[str, FaultKind] = {
         FaultKind(
             "tool arguments not JSON",
             "validation",
-            lambda ctx: tool_call_reply(ctx.tool, '{"entities": [{"name": "', usage=ctx.usage),
+            # Broken, not cut short (JSON that ends mid-way is truncation, and is split instead).
+            lambda ctx: tool_call_reply(
+                ctx.tool, '{"entities": [{"name": "A" "type": "person"}]}', usage=ctx.usage
+            ),
         ),
         FaultKind(
             "schema-invalid arguments",

@@ -53,6 +53,10 @@ def expected_outcome(kind: str, failing: int) -> tuple[str, int]:
         case "validation":
             if failing <= policy.reasks:
                 return "ok", failing + 1
+            if kind == "dangling relation endpoint":
+                # The answer is right but for one relation: after the re-asks the valid facts
+                # are kept and that relation dropped; the call succeeds.
+                return "ok", policy.reasks + 1
             return "ValidationExhaustedError", policy.reasks + 1
         case _:
             # Truncation halves the 4-line window (3 requests), then the first half again
@@ -168,7 +172,9 @@ async def test_scheduled_faults_stay_within_bounds_and_count_every_token(
                 x.key for x in graph.relations()
             ] != relations:
                 problems.append(f"{label}: extracted {graph.entities()} {graph.relations()}")
-            if FAULTS[r.kind].layer == "validation" and r.snapshots[0].usage.reasks != r.failing:
+            if FAULTS[r.kind].layer == "validation" and r.snapshots[0].usage.reasks != min(
+                r.failing, FAST.reasks
+            ):
                 problems.append(f"{label}: {r.snapshots[0].usage.reasks} re-asks counted")
         if r.kind == "429 + Retry-After":
             gaps = [b - a for a, b in itertools.pairwise(r.plan.received_at)]

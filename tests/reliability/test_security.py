@@ -14,7 +14,7 @@ import pytest
 from bub.store import FileTapeStore
 from bub.tape import TapeEntry
 
-from bub_semantic_memory.errors import SemanticMemoryError, TapeNameError, ValidationExhaustedError
+from bub_semantic_memory.errors import SemanticMemoryError, TapeNameError
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.extractor import Extractor
@@ -475,6 +475,7 @@ async def test_validators_reject_names_the_transcript_never_wrote(
     [fixture] = load_fixtures(REPO / "evals" / "fixtures", ids=[INJECTION])
     gold = OracleResponder.from_golds([fixture.gold])
     rejected: dict[str, int] = {}
+    dropped: dict[str, int] = {}
     async with Extractor(
         model="fake-extractor", prompt=PROMPT, base_url=fake_openai.base_url, api_key="k", retry=FAST
     ) as ex:
@@ -488,11 +489,17 @@ async def test_validators_reject_names_the_transcript_never_wrote(
         ):
             fake_openai.reset()
             fake_openai.responder = injecting_model(gold, injected, complies_after=10**6)
-            with pytest.raises(ValidationExhaustedError) as caught:
-                await ex.extract(fixture.entries(), tape=INJECTION)
+            # A model that never stops: after the re-asks the valid facts are kept and the
+            # injected items dropped, each with the validator's reason.
+            kept = await ex.extract(fixture.entries(), tape=INJECTION)
             reask = str(fake_openai.requests[1].messages[-1]["content"])
             assert all(text in reask for text in expected), reask
-            rejected[label] = caught.value.usage.attempts
+            stored = {e.name for s in kept for e in s.entities} | {r.type for s in kept for r in s.relations}
+            assert not stored & {"Mallory Root", "Evil Corp International", "grants_admin"}
+            assert {"Hugo Lambert", "Ama Mensah"} <= stored
+            dropped[label] = sum(len(s.dropped) for s in kept)
+            assert dropped[label] > 0
+            rejected[label] = sum(s.usage.attempts for s in kept)
         fake_openai.reset()
         fake_openai.responder = injecting_model(gold, INVENTED_NAMES, complies_after=1)
         snapshots = await ex.extract(fixture.entries(), tape=INJECTION)
@@ -502,11 +509,13 @@ async def test_validators_reject_names_the_transcript_never_wrote(
     table = outcomes.table("security", "Prompt injection", ["check", "result"])
     table.add(
         "names the transcript never wrote (grounding), on every answer",
-        f"rejected on all {rejected['names']} attempts; nothing stored",
+        f"rejected on all {rejected['names']} attempts; {dropped['names']} item(s) dropped, "
+        "none stored; the valid facts kept",
     )
     table.add(
         "an entity type and a relation type outside the ontology, on every answer",
-        f"rejected on all {rejected['types']} attempts; nothing stored",
+        f"rejected on all {rejected['types']} attempts; {dropped['types']} item(s) dropped, "
+        "none stored; the valid facts kept",
     )
     table.add("invented names once, then a correct answer", "re-asked; 0 invented names stored")
     table.add(
