@@ -172,9 +172,7 @@ class SnapshotStore:
                 Nothing already stored is changed by a failed append.
         """
         sidecar = memory_tape_name(snapshot.tape)
-        entry = TapeEntry.event(
-            SNAPSHOT_EVENT, snapshot.model_dump(mode="json"), schema=snapshot.schema_version
-        )
+        entry = TapeEntry.event(SNAPSHOT_EVENT, snapshot_payload(snapshot), schema=snapshot.schema_version)
         if self.directory is not None:
             await asyncio.to_thread(self._append_file, sidecar, entry)
             return
@@ -275,6 +273,19 @@ def _describe(exc: OSError) -> str:
     if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
         return f"the memory directory is not writable ({exc.strerror})"
     return exc.strerror or str(exc)
+
+
+def snapshot_payload(snapshot: Snapshot) -> dict[str, Any]:
+    """The stored form of a snapshot: its JSON fields, empty lists left out.
+
+    bub's Redis store rewrites every entry through Lua's ``cjson``, which turns an
+    empty JSON array into ``{}``; a snapshot with an alias-less entity would then no
+    longer validate. Every list field defaults to empty, so leaving empty ones out
+    loses nothing on any store (and makes each line shorter).
+    """
+    data = snapshot.model_dump(mode="json", exclude_defaults=True)
+    data["schema_version"] = snapshot.schema_version  # always explicit: a later default must not rewrite it
+    return data
 
 
 class _SnapshotPayload(BaseModel):
