@@ -119,7 +119,9 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        # redis-py 8 gives up reading after 5 s; on a shared CI machine with several bub
+        # processes starting at once, an event loop can be starved that long.
+        return f"redis://127.0.0.1:{self.port}/0?socket_timeout=60"
 
     def start(self) -> None:
         command = [
@@ -132,6 +134,8 @@ class RedisServer:
             "",
             "--appendonly",
             "yes",
+            "--appendfsync",
+            "no",  # SIGTERM still flushes the file; no fsync stalls on a busy disk
         ]
         command += ["--dir", str(self.root), "--logfile", str(self.root / "log")]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
