@@ -9,13 +9,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from bub.hooks import hookimpl
 
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.store import SnapshotStore, fetch_tape, session_tape_name
-from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
+from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply
 from tests.conftest import REPO
 from tests.helpers.bub_env import use_fake_extractor
 from tests.helpers.bub_worker import city, fact, person
+from tests.reliability._bub import BubRig
+from tests.reliability._support import PROMPT
 from tests.stores.conftest import Backend
 from tests.stores.test_checkpoints import ONTOLOGY, state_of
 
@@ -90,3 +93,70 @@ async def test_workers_sharing_one_database_lose_and_duplicate_nothing(
             assert people == {person(session, t) for t in range(TURNS)}  # every fact, once
             lives = {(r.source, r.target) for r in graph.relations(current_only=True) if r.type == "lives_in"}
             assert len(lives) == TURNS
+
+
+class StoreProvider:
+    """Gives the bub rig the matrix store (what the store plugin's hook does in a bub process)."""
+
+    def __init__(self, store: object) -> None:
+        self.store = store
+
+    @hookimpl
+    def provide_tape_store(self) -> object:
+        return self.store
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["postgresql", "redis"], indirect=True)
+async def test_a_database_that_goes_away_mid_turn_costs_no_turn_and_the_backlog_is_extracted_once(
+    backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_openai: FakeOpenAIServer
+) -> None:
+    use_fake_extractor(monkeypatch, fake_openai.base_url)
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", PROMPT)
+    facts = OracleResponder(
+        entities=[
+            {"name": "Maya Lin", "type": "person"},
+            {"name": "Lisbon", "type": "location"},
+            {"name": "Tom Ruiz", "type": "person"},
+            {"name": "Porto", "type": "location"},
+        ],
+        relations=[
+            {"source": "Maya Lin", "type": "lives_in", "target": "Lisbon"},
+            {"source": "Tom Ruiz", "type": "lives_in", "target": "Porto"},
+        ],
+    )
+    server = backend.server
+    assert server is not None
+    outage = {"armed": False, "stopped": 0}
+
+    def respond(request: RecordedRequest) -> Reply:
+        if outage["armed"]:  # the database goes away while this extraction is in flight
+            outage["armed"] = False
+            server.stop()
+            outage["stopped"] += 1
+        return facts(request)
+
+    fake_openai.responder = respond
+    rig = BubRig(tmp_path, fake_openai, tmp_path / "workspace")
+    async with backend.open() as store:
+        rig.framework.plugin_manager.register(StoreProvider(store), name="matrix-store")
+        async with rig.framework.running():
+            await rig.turn("Hi, I'm Maya Lin and I live in Lisbon.")
+            await rig.idle()
+            outage["armed"] = True
+            result = await rig.turn("My friend Tom Ruiz lives in Porto.")
+            await rig.idle()
+            assert outage["stopped"] == 1 and rig.plugin.stats["extraction_failures"] == 1
+            server.start()
+            await rig.turn("Where does Tom live?")
+            await rig.idle()
+        snapshots, report = await SnapshotStore(store).load(rig.tape())
+        entries = await fetch_tape(store, rig.tape())
+    assert result is not None and rig.observer.errors == []  # the agent's turns all completed
+    assert report.issues == [] and len(snapshots) == 2
+    ranges = sorted((s.first_entry_id, s.last_entry_id) for s in snapshots)
+    assert ranges[0][1] + 1 == ranges[1][0]  # the backlog extracted once: no overlap, no gap
+    graph = MemoryGraph.fold(snapshots, ONTOLOGY)
+    assert {e.name for e in graph.entities()} == {"Maya Lin", "Lisbon", "Tom Ruiz", "Porto"}
+    user_ids = [e.id for e in entries if e.payload.get("role") == "user"]
+    assert graph.watermark >= user_ids[-1]
