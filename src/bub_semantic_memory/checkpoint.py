@@ -25,6 +25,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import pydantic_core
+
 from bub_semantic_memory.errors import StoreError
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.ontology import Ontology
@@ -101,7 +103,7 @@ def decode_checkpoint(state: object, ontology: Ontology | None, *, tape: str = "
     if hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
         raise CheckpointError("checkpoint content does not match its sha256")
     try:
-        graph = MemoryGraph.from_state(json.loads(text), ontology, tape=tape)
+        graph = MemoryGraph.from_state(pydantic_core.from_json(text), ontology, tape=tape)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise CheckpointError(f"checkpoint graph is malformed: {exc!r}") from exc
     return Checkpoint(graph, through)

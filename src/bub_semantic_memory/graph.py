@@ -299,7 +299,7 @@ class MemoryGraph:
     def from_state(
         cls, state: dict[str, Any], ontology: Ontology | None = None, *, tape: str = ""
     ) -> MemoryGraph:
-        """Rebuild a graph from :meth:`to_state` data.
+        """Rebuild a graph from :meth:`to_state` data (freshly parsed: its dicts are taken over, not copied).
 
         Raises:
             KeyError, TypeError, ValueError: ``state`` is not what :meth:`to_state` wrote.
@@ -312,9 +312,9 @@ class MemoryGraph:
                     name,
                     entity_type,
                     dict.fromkeys(aliases),
-                    dict(attributes),
+                    attributes,
                     set(evidence),
-                    int(last_seen),
+                    last_seen,
                 )
             graph._redirects = {str(k): str(v) for k, v in state["redirects"].items()}
             graph._names = {(t, folded): key for t, folded, key in state["names"]}
@@ -328,11 +328,11 @@ class MemoryGraph:
                     source,
                     rel_type,
                     target,
-                    dict(attributes),
+                    attributes,
                     set(evidence),
                     valid_from,
                     valid_until,
-                    int(last_seen),
+                    last_seen,
                 )
                 graph._edges[edge.key] = edge
                 graph._adjacency.setdefault(source, set()).add(edge.key)

@@ -22,11 +22,12 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import pydantic_core
 from bub.store import AsyncTapeStore, TapeQuery, TapeStore, is_async_tape_store
 from pydantic import BaseModel, ValidationError
 
@@ -148,38 +149,84 @@ class _SnapshotLine(BaseModel):
 
 
 class FileReader:
-    """bub's JSONL file store: the file is read once per load; only the lines needed are parsed."""
+    """bub's JSONL file store, read from the end: only the checkpoint and the lines after it are read.
+
+    Blocks are read backwards (1 MiB, then doubling) until the lines held reach back far
+    enough: to the newest checkpoint, and to the entry a checkpoint covers.
+    """
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self._lines: dict[str, list[bytes]] = {}
+        self._held: dict[str, tuple[int, list[bytes]]] = {}
+        """sidecar -> (file offset where the held lines start, complete lines from there)."""
 
-    def _read_lines(self, sidecar: str) -> list[bytes]:
-        if sidecar not in self._lines:
-            path = self.directory / f"{sidecar}.jsonl"
-            try:
-                raw = path.read_bytes()
-            except FileNotFoundError:
-                raw = b""
-            except OSError as exc:
-                raise StoreError(f"cannot read memory sidecar {path}: {exc.strerror or exc}") from exc
-            self._lines[sidecar] = raw.split(b"\n")
-        return self._lines[sidecar]
+    def _lines(self, sidecar: str, enough: Callable[[list[bytes]], bool]) -> list[bytes]:
+        path = self.directory / f"{sidecar}.jsonl"
+        start, lines = self._held.get(sidecar, (-1, []))
+        if start == 0 or (start > 0 and enough(lines)):
+            return lines
+        try:
+            with path.open("rb") as handle:
+                size = handle.seek(0, 2)
+                block = 1 << 20
+                start = size if start < 0 else start
+                while True:
+                    start = max(0, start - block)
+                    block *= 2
+                    handle.seek(start)
+                    pieces = handle.read(size - start).split(b"\n")
+                    lines = pieces if start == 0 else pieces[1:]  # the first piece may be a partial line
+                    if start == 0 or enough(lines):
+                        break
+        except FileNotFoundError:
+            start, lines = 0, []
+        except OSError as exc:
+            raise StoreError(f"cannot read memory sidecar {path}: {exc.strerror or exc}") from exc
+        if start > 0:
+            start += len(pieces[0]) + 1  # the held lines start after the partial one
+        self._held[sidecar] = (start, lines)
+        return lines
 
     async def latest_checkpoint(self, sidecar: str) -> Entry | None:
-        lines = await asyncio.to_thread(self._read_lines, sidecar)
-        for number in range(len(lines) - 1, -1, -1):
-            if _CHECKPOINT_MARK not in lines[number]:
-                continue
-            quiet = ReadReport(source=sidecar)  # a torn checkpoint line is reported by read_after
-            for entry in parse_tape_lines([(number + 1, lines[number])], report=quiet):
-                if _is_checkpoint(entry):
-                    return entry
-        return None
+        lines = await asyncio.to_thread(
+            self._lines, sidecar, lambda held: _newest_checkpoint(held) is not None
+        )
+        return _newest_checkpoint(lines)
 
     async def read_after(self, sidecar: str, after: int, report: ReadReport) -> Tail:
-        lines = await asyncio.to_thread(self._read_lines, sidecar)
+        lines = await asyncio.to_thread(self._lines, sidecar, lambda held: _reaches(held, after))
         return await asyncio.to_thread(_parse_file_tail, lines, after, report)
+
+
+def _newest_checkpoint(lines: list[bytes]) -> Entry | None:
+    for number in range(len(lines) - 1, -1, -1):
+        if _CHECKPOINT_MARK not in lines[number]:
+            continue
+        try:
+            data = pydantic_core.from_json(lines[number])
+        except ValueError:
+            continue  # a torn checkpoint line: read_after reports it
+        entries, _ = coerce_entries([data], report=ReadReport())
+        if entries and _is_checkpoint(entries[0]):
+            return entries[0]
+    return None
+
+
+def _is_checkpoint_line(line: bytes) -> bool:
+    """A complete checkpoint line (read by :meth:`FileReader.latest_checkpoint`, not parsed again here).
+
+    A torn one does not end with ``}`` and goes on to the tolerant reader, which reports it.
+    """
+    return b'"anchor"' in line[:48] and _CHECKPOINT_MARK in line[:160] and line.rstrip().endswith(b"}")
+
+
+def _reaches(lines: list[bytes], after: int) -> bool:
+    """Whether the lines held start at or before entry ``after`` (so every later entry is held)."""
+    for line in lines:
+        match = _LEADING_ID.match(line)
+        if match is not None:
+            return int(match.group(1)) <= after
+    return False
 
 
 def _parse_file_tail(lines: list[bytes], after: int, report: ReadReport) -> Tail:
@@ -200,7 +247,7 @@ def _parse_file_tail(lines: list[bytes], after: int, report: ReadReport) -> Tail
     with gc_paused():
         for number in range(start, len(lines)):
             line = lines[number]
-            if not line.strip():
+            if not line.strip() or _is_checkpoint_line(line):
                 continue
             try:
                 parsed = _SnapshotLine.model_validate_json(line)
