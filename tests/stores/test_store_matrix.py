@@ -12,7 +12,8 @@ from bub_semantic_memory.models import Entity, Relation, Snapshot
 from bub_semantic_memory.store import MemorySidecar, SnapshotStore, memory_tape_name
 from bub_semantic_memory.transcript import read_tape_file
 from tests.conftest import make_snapshot
-from tests.stores.conftest import Backend
+from tests.stores.conftest import Backend, Server
+from tests.stores.servers import ServerUnavailable
 
 TAPE = "0123456789abcdef__fedcba9876543210"
 
@@ -106,3 +107,19 @@ async def test_archiving_the_memory_sidecar_keeps_it_in_the_store(backend: Backe
     ]
     (archived,) = (tmp_path / "archive").glob(f"{memory_tape_name(TAPE)}.jsonl.*.bak")
     assert len(read_tape_file(archived)[0]) == 3
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", pytest.fail.Exception), ("", pytest.skip.Exception)])
+def test_a_server_that_cannot_start_fails_the_suite_under_ci_and_skips_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, ci: str, outcome: type[BaseException]
+) -> None:
+    monkeypatch.setenv("CI", ci)
+
+    def broken() -> object:
+        raise ServerUnavailable("initdb failed: no space")
+
+    server = Server(broken, "PostgreSQL")
+    with pytest.raises(outcome, match="PostgreSQL is unavailable: initdb failed"):
+        server.get()
+    with pytest.raises(outcome):  # remembered: not retried for every test
+        server.get()
