@@ -68,7 +68,8 @@ async def test_workers_sharing_one_database_lose_and_duplicate_nothing(
     await asyncio.sleep(3)  # two more processes extract the first session's tape while its worker writes
     extractors = [worker(backend, "extract", SESSIONS[0], str(workspace)) for _ in range(2)]
     stats = [finish(p) for p in [*workers, *extractors]]
-    assert all(s.get("extraction_failures", 0) == 0 for s in stats)
+    assert all(s.get("extraction_failures", 0) == 0 and s.get("checkpoint_failures", 0) == 0 for s in stats)
+    assert all(s.get("checkpoints", 0) >= 1 for s in stats[: len(SESSIONS)])  # every 8 snapshots, amid the race
 
     async with backend.open() as store:
         for session in SESSIONS:
@@ -83,6 +84,7 @@ async def test_workers_sharing_one_database_lose_and_duplicate_nothing(
             loaded = await memory.load_graph(tape, ONTOLOGY)
             snapshots, report = await memory.load(tape)
             assert report.issues == [] and loaded.report.issues == []
+            assert loaded.checkpoint_through > 0 and loaded.tail_snapshots < len(snapshots)
             single = [s for i, s in enumerate(snapshots) if s.id not in {x.id for x in snapshots[:i]}]
             assert state_of(loaded.graph) == state_of(MemoryGraph.fold(single, ONTOLOGY, tape=tape))
             graph = loaded.graph
