@@ -69,7 +69,9 @@ async def test_workers_sharing_one_database_lose_and_duplicate_nothing(
     extractors = [worker(backend, "extract", SESSIONS[0], str(workspace)) for _ in range(2)]
     stats = [finish(p) for p in [*workers, *extractors]]
     assert all(s.get("extraction_failures", 0) == 0 and s.get("checkpoint_failures", 0) == 0 for s in stats)
-    assert all(s.get("checkpoints", 0) >= 1 for s in stats[: len(SESSIONS)])  # every 8 snapshots, amid the race
+    assert all(
+        s.get("checkpoints", 0) >= 1 for s in stats[: len(SESSIONS)]
+    )  # every 8 snapshots, amid the race
 
     async with backend.open() as store:
         for session in SESSIONS:
