@@ -35,9 +35,13 @@ def free_port() -> int:
 
 
 def _pg_tool(name: str) -> str:
-    found = shutil.which(name) or (str(PG_BIN / name) if (PG_BIN / name).exists() else None)
+    """A PostgreSQL server binary: on PATH, else Debian's ``/usr/lib/postgresql/<version>/bin`` (15 first)."""
+    candidates = [PG_BIN, *sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)]
+    found = shutil.which(name) or next((str(d / name) for d in candidates if (d / name).exists()), None)
     if found is None:
-        raise ServerUnavailable(f"PostgreSQL's {name} is not installed (looked on PATH and in {PG_BIN})")
+        raise ServerUnavailable(
+            f"PostgreSQL's {name} is not installed (looked on PATH and in /usr/lib/postgresql)"
+        )
     return found
 
 
