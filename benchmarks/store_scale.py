@@ -13,6 +13,10 @@ through :class:`SnapshotStore` on a bub :class:`FileTapeStore` in a temporary di
 * **size**: sidecar bytes per snapshot;
 * **incremental fold**: ``graph.add(one snapshot)`` on graphs folded from 100 and from 10,000
   snapshots; the same per-snapshot cost on both means folding is O(the snapshot's size).
+* **checkpointed cold load, file and PostgreSQL side by side**: memories of 1,000 and 10,000
+  snapshots on bub's file store and on PostgreSQL (bub's SQLAlchemy tape-store plugin, a
+  throw-away server started by ``tests/stores/servers.py``), loaded cold with
+  ``SnapshotStore.load_graph`` before and after a checkpoint, with 100 snapshots after it.
 """
 
 from __future__ import annotations
@@ -24,10 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from bub.store import FileTapeStore
+from tests.stores.servers import PostgresServer, ServerUnavailable
 
 from benchmarks.common import BenchConfig, Section, Table, ms, summarise, temp_dir
 from benchmarks.synthetic import make_snapshot_stream
+from bub_semantic_memory.checkpoint import encode_checkpoint
 from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.prompts import PromptLibrary
 from bub_semantic_memory.store import SnapshotStore, memory_tape_name
 from bub_semantic_memory.transcript import read_tape_file
@@ -37,6 +44,8 @@ __all__ = ["run"]
 TAPE = "bench-store-scale"
 TARGET_LOAD_S = 1.0
 TARGET_APPEND_S = 0.001
+TARGET_CHECKPOINT_LOAD_S = 0.2
+CHECKPOINT_TAIL = 100
 
 
 async def run(config: BenchConfig) -> Section:
@@ -202,4 +211,131 @@ async def run(config: BenchConfig) -> Section:
         f"Setup: {count:,} appends with fsync off took {setup_s:.1f} s ({ms(setup_s / count)} each). "
         f"Sidecar file: {Path(path).name}."
     )
+    await _checkpointed_loads(section, config, ontology)
     return section
+
+
+async def _checkpointed_loads(section: Section, config: BenchConfig, ontology: Ontology) -> None:
+    """Cold loads with and without a checkpoint, file and PostgreSQL, two memory sizes, one run."""
+    sizes = (100, 1000) if config.quick else (1000, 10_000)
+    tail, repetitions = (20, 3) if config.quick else (CHECKPOINT_TAIL, 5)
+    try:
+        postgres: PostgresServer | None = PostgresServer()
+    except ServerUnavailable as exc:
+        postgres = None
+        section.notes.append(f"PostgreSQL was not measured: {exc}")
+    results: dict[tuple[str, int], dict[str, float]] = {}
+    try:
+        with temp_dir("checkpoints") as root:
+            backends: list[tuple[str, Any]] = [("file", FileTapeStore(root / "tapes"))]
+            if postgres is not None:
+                from bub_tapestore_sqlalchemy.store import SQLAlchemyTapeStore
+
+                backends.append(("PostgreSQL", SQLAlchemyTapeStore(postgres.url)))
+            for name, store in backends:
+                for size in sizes:
+                    results[(name, size)] = await _measure_checkpoint(
+                        store, f"bench-checkpoint-{size}", size, tail, repetitions, ontology
+                    )
+    finally:
+        if postgres is not None:
+            postgres.close()
+    big, small = sizes[1], sizes[0]
+    names = [n for n in ("file", "PostgreSQL") if (n, big) in results]
+    rows: list[Sequence[Any]] = []
+    for name in names:
+        for size in sizes:
+            r = results[(name, size)]
+            rows.append(
+                [
+                    name,
+                    f"{size:,}",
+                    f"{r['full']:.3f} s",
+                    f"{r['checkpointed']:.3f} s",
+                    f"{r['full'] / r['checkpointed']:.1f}×",
+                    f"{r['checkpoint_bytes'] / 1e6:.2f} MB",
+                    f"{r['write']:.2f} s",
+                ]
+            )
+    section.tables.append(
+        Table(
+            f"Cold load without a checkpoint (N snapshots) and with one (N + {tail} after it); medians",
+            [
+                "store",
+                "snapshots",
+                "no checkpoint",
+                "checkpoint + tail",
+                "speed-up",
+                "checkpoint size",
+                "checkpoint write",
+            ],
+            rows,
+        )
+    )
+    loads = {n: results[(n, big)]["checkpointed"] for n in names}
+    ratios = {n: results[(n, big)]["checkpointed"] / results[(n, small)]["checkpointed"] for n in names}
+    quick = config.quick
+    size_of = {
+        n: results[(n, big)]["checkpoint_bytes"] / results[(n, small)]["checkpoint_bytes"] for n in names
+    }
+    sizes_mb = " / ".join(f"{size_of[n]:.1f}× larger at {big:,}" for n in names)
+    section.row(
+        f"checkpointed cold load of {big:,} snapshots ({' / '.join(names)})",
+        " / ".join(f"{loads[n]:.3f} s" for n in names),
+        f"≤ {TARGET_CHECKPOINT_LOAD_S} s",
+        None if quick else all(v <= TARGET_CHECKPOINT_LOAD_S for v in loads.values()),
+        f"newest checkpoint + {tail} snapshots after it, `SnapshotStore.load_graph` on a fresh store object; "
+        f"without a checkpoint: " + " / ".join(f"{results[(n, big)]['full']:.3f} s" for n in names),
+        kind="time",
+    )
+    section.row(
+        f"checkpointed cold load, {big:,} vs {small:,} snapshots ({' / '.join(names)})",
+        " / ".join(f"{ratios[n]:.2f}×" for n in names),
+        "≤ 2×",
+        None if quick else all(v <= 2.0 for v in ratios.values()),
+        "the cost follows the checkpoint's graph (entities, relations, their evidence) plus the tail, "
+        f"not the number of snapshots stored; the checkpoint is {sizes_mb}",
+        kind="ratio",
+    )
+    section.notes.append(
+        "Checkpointed loads: a checkpoint is the folded graph stored as one anchor entry of the memory "
+        "sidecar (JSON text with its SHA-256); a cold load finds the newest one (file: read backwards from "
+        "the end; PostgreSQL: the plugin's anchor index), checks it and folds only the snapshots after it. "
+        f"The plugin stores one every `checkpoint_every` (default 200) snapshots, so the tail stays below "
+        f"that; {tail} is used here."
+    )
+
+
+async def _measure_checkpoint(
+    store: Any, tape: str, size: int, tail: int, repetitions: int, ontology: Ontology
+) -> dict[str, float]:
+    """Append ``size`` snapshots, time cold loads; checkpoint, append ``tail`` more, time cold loads again."""
+    stream = make_snapshot_stream(size + tail, tape=tape)
+    writer = SnapshotStore(store, fsync=False)
+    for snapshot in stream[:size]:
+        await writer.append(snapshot)
+    full = []
+    for _ in range(max(2, repetitions // 2)):
+        start = time.perf_counter()
+        loaded = await SnapshotStore(store).load_graph(tape, ontology)
+        full.append(time.perf_counter() - start)
+        assert loaded.tail_snapshots == size and not loaded.report.issues, "the store lost snapshots"
+    start = time.perf_counter()
+    assert await writer.checkpoint(tape, ontology)
+    write = time.perf_counter() - start
+    for snapshot in stream[size:]:
+        await writer.append(snapshot)
+    checkpointed = []
+    for _ in range(repetitions):
+        start = time.perf_counter()
+        loaded = await SnapshotStore(store).load_graph(tape, ontology)
+        checkpointed.append(time.perf_counter() - start)
+        assert loaded.tail_snapshots == tail and loaded.checkpoint_through > 0 and not loaded.report.issues
+    assert loaded.graph.snapshot_count == size + tail
+    state = encode_checkpoint(loaded.graph, loaded.last_entry_id)
+    return {
+        "full": statistics.median(full),
+        "checkpointed": statistics.median(checkpointed),
+        "checkpoint_bytes": float(len(str(state["graph"]).encode())),
+        "write": write,
+    }

@@ -13,6 +13,7 @@ from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
 from bub_semantic_memory.testing import FakeOpenAIServer
 from bub_semantic_memory.transport import RetryPolicy
+from tests.helpers.store_plugins import mask_store_plugins
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parents[1]
@@ -20,12 +21,26 @@ FAST = RetryPolicy(backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s
 """Short back-offs with the documented attempt bounds (5 transport attempts, 8 requests, 2 re-asks)."""
 
 
+@pytest.fixture(scope="session")
+def file_store_only(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ``PYTHONPATH`` entry hiding bub's SQL and Redis store plugins (see ``tests/helpers/store_plugins``)."""
+    return mask_store_plugins(tmp_path_factory.mktemp("file-store-only"))
+
+
 @pytest.fixture(autouse=True)
-def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Each test gets its own HOME and BUB_HOME, and no BUB_* or OPENAI_* settings leak in."""
+def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_store_only: Path) -> Path:
+    """Each test gets its own HOME and BUB_HOME, and no BUB_* or OPENAI_* settings leak in.
+
+    bub runs on its file store, as with no store plugin installed, in this process and in
+    the bub processes tests start (the store matrix in ``tests/stores`` picks other stores).
+    """
     for name in list(os.environ):
         if name.startswith(("BUB_", "OPENAI_")):
             monkeypatch.delenv(name)
+    monkeypatch.syspath_prepend(str(file_store_only))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(file_store_only), os.environ.get("PYTHONPATH")]))
+    )
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from bub_semantic_memory.models import Entity, Relation, RelationKey, Snapshot, gc_paused, normalize_name
 from bub_semantic_memory.ontology import Ontology
@@ -257,6 +257,92 @@ class MemoryGraph:
                 key=lambda k: (-self._nodes[k].last_seen, -len(self._adjacency.get(k, ())), k),
             )
         return self._ranking
+
+    # -- checkpoint state -----------------------------------------------------------
+
+    def to_state(self) -> dict[str, Any]:
+        """Everything the fold has built, as JSON-ready data (see :meth:`from_state`).
+
+        The name indexes are kept as they are, in their order, rather than rebuilt:
+        "first owner wins" and lookup order depend on the order names arrived in, so
+        only the indexes themselves restore a graph that folds on exactly like this one.
+        """
+        return {
+            "nodes": [
+                [n.key, n.name, n.type, list(n.aliases), n.attributes, sorted(n.evidence), n.last_seen]
+                for n in self._nodes.values()
+            ],
+            "redirects": self._redirects,
+            "names": [[entity_type, folded, key] for (entity_type, folded), key in self._names.items()],
+            "by_name": {folded: list(keys) for folded, keys in self._by_name.items()},
+            "by_word": {word: list(keys) for word, keys in self._by_word.items()},
+            "common_words": sorted(self._common_words),
+            "edges": [
+                [
+                    e.source,
+                    e.type,
+                    e.target,
+                    e.attributes,
+                    sorted(e.evidence),
+                    e.valid_from,
+                    e.valid_until,
+                    e.last_seen,
+                ]
+                for e in self._edges.values()
+            ],
+            "current": [[source, rel_type, list(key)] for (source, rel_type), key in self._current.items()],
+            "snapshot_ids": sorted(self._snapshot_ids),
+            "coverage": [list(span) for span in self._coverage],
+        }
+
+    @classmethod
+    def from_state(
+        cls, state: dict[str, Any], ontology: Ontology | None = None, *, tape: str = ""
+    ) -> MemoryGraph:
+        """Rebuild a graph from :meth:`to_state` data (freshly parsed: its dicts are taken over, not copied).
+
+        Raises:
+            KeyError, TypeError, ValueError: ``state`` is not what :meth:`to_state` wrote.
+        """
+        graph = cls(ontology, tape=tape)
+        with gc_paused():
+            for key, name, entity_type, aliases, attributes, evidence, last_seen in state["nodes"]:
+                graph._nodes[key] = _Node(
+                    key,
+                    name,
+                    entity_type,
+                    dict.fromkeys(aliases),
+                    attributes,
+                    set(evidence),
+                    last_seen,
+                )
+            graph._redirects = {str(k): str(v) for k, v in state["redirects"].items()}
+            graph._names = {(t, folded): key for t, folded, key in state["names"]}
+            graph._by_name = {folded: dict.fromkeys(keys) for folded, keys in state["by_name"].items()}
+            graph._by_word = {word: dict.fromkeys(keys) for word, keys in state["by_word"].items()}
+            graph._common_words = set(state["common_words"])
+            for source, rel_type, target, attributes, evidence, valid_from, valid_until, last_seen in state[
+                "edges"
+            ]:
+                edge = _Edge(
+                    source,
+                    rel_type,
+                    target,
+                    attributes,
+                    set(evidence),
+                    valid_from,
+                    valid_until,
+                    last_seen,
+                )
+                graph._edges[edge.key] = edge
+                graph._adjacency.setdefault(source, set()).add(edge.key)
+                graph._adjacency.setdefault(target, set()).add(edge.key)
+            for source, rel_type, (key_source, key_type, key_target) in state["current"]:
+                graph._current[(source, rel_type)] = (key_source, key_type, key_target)
+            graph._snapshot_ids = set(state["snapshot_ids"])
+            graph._coverage = [(int(first), int(last)) for first, last in state["coverage"]]
+        graph.version = len(graph._snapshot_ids)
+        return graph
 
     # -- folding ---------------------------------------------------------------
 

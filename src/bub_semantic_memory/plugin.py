@@ -42,7 +42,7 @@ from bub import hookimpl
 
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.render import render_memory
-from bub_semantic_memory.store import MemorySidecar, SnapshotStore, fetch_tape, session_tape_name
+from bub_semantic_memory.store import MemoryLoad, MemorySidecar, SnapshotStore, fetch_tape, session_tape_name
 from bub_semantic_memory.tokens import estimate_tokens
 from bub_semantic_memory.transcript import render_transcript, strip_bub_header
 
@@ -87,6 +87,7 @@ class SemanticMemoryPlugin:
         self._deferred: dict[str, TapeStore | AsyncTapeStore] = {}
         self._semaphore: asyncio.Semaphore | None = None
         self._render_cache: dict[tuple[str, int, str, int], str] = {}
+        self._since_checkpoint: dict[str, int] = {}
 
     # -- lazy configuration --------------------------------------------------------
 
@@ -160,15 +161,20 @@ class SemanticMemoryPlugin:
             if self.settings.enabled and tape not in self._graphs:
                 store = self.framework.get_tape_store()
                 if store is not None:
-                    graph, report = await SnapshotStore(store).graph(tape, self.ontology)
-                    self._graphs[tape] = graph
+                    self._remember(tape, await SnapshotStore(store).load_graph(tape, self.ontology))
                     self.stats["loads"] += 1
-                    if report.issues:
-                        self.stats["unreadable_snapshots"] += len(report.issues)
         except Exception as exc:
             self.stats["load_failures"] += 1
             logger.warning("semantic memory: cannot load the memory of tape %s: %s", tape, exc)
         return {TAPE_STATE_KEY: tape}
+
+    def _remember(self, tape: str, loaded: MemoryLoad) -> None:
+        self._graphs[tape] = loaded.graph
+        self._since_checkpoint[tape] = loaded.tail_snapshots
+        rejected = loaded.report.counts["bad_checkpoint"]
+        self.stats["rejected_checkpoints"] += rejected
+        if len(loaded.report.issues) > rejected:
+            self.stats["unreadable_snapshots"] += len(loaded.report.issues) - rejected
 
     @hookimpl
     def system_prompt(self, prompt: str | list[dict[str, Any]], state: dict[str, Any]) -> str:
@@ -300,8 +306,8 @@ class SemanticMemoryPlugin:
         snapshots = SnapshotStore(store)
         graph = self._graphs.get(tape)
         if graph is None:
-            graph, _ = await snapshots.graph(tape, self.ontology)
-            self._graphs[tape] = graph
+            self._remember(tape, await snapshots.load_graph(tape, self.ontology))
+            graph = self._graphs[tape]
         entries = await fetch_tape(store, tape)
         if not (force or self.extraction_due(entries, graph.watermark)):
             if any(e.id > graph.watermark for e in entries):
@@ -317,7 +323,27 @@ class SemanticMemoryPlugin:
             self.stats["snapshots"] += 1
         if stored:
             graph.ranked_keys()  # rank here, off the model-call path, not on the next render
+            await self._checkpoint_if_due(tape, snapshots, stored)
         return stored
+
+    async def _checkpoint_if_due(self, tape: str, snapshots: SnapshotStore, stored: int) -> None:
+        """Every ``checkpoint_every`` snapshots, store a checkpoint so cold loads read only the tail.
+
+        The checkpoint is folded from the store, not from this process's graph; a failure
+        is logged and counted and costs only load time later.
+        """
+        every = self.settings.checkpoint_every
+        self._since_checkpoint[tape] = self._since_checkpoint.get(tape, 0) + stored
+        if every <= 0 or self._since_checkpoint[tape] < every:
+            return
+        try:
+            written = await snapshots.checkpoint(tape, self.ontology, min_tail=max(1, every // 2))
+        except Exception as exc:
+            self.stats["checkpoint_failures"] += 1
+            logger.warning("semantic memory: cannot store a checkpoint of tape %s: %s", tape, exc)
+            return
+        self._since_checkpoint[tape] = 0
+        self.stats["checkpoints"] += written
 
     def extraction_due(self, entries: list[Any], watermark: int) -> bool:
         """The extraction cadence: every N-th user turn, once enough new text accumulated, or at a

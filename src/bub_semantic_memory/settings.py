@@ -81,6 +81,11 @@ class SemanticMemorySettings(bub.Settings):
         description="Seconds to wait after a failed extraction before trying that tape again.",
     )
     max_concurrent: int = Field(default=2, ge=1, description="Extractions running at once across sessions.")
+    checkpoint_every: int = Field(
+        default=200,
+        ge=0,
+        description="Store a checkpoint of the folded memory after this many new snapshots (0: never).",
+    )
     redact_patterns: list[str] = Field(
         default_factory=list, description="Extra regular expressions to redact."
     )

@@ -26,7 +26,7 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from bub.sidecars import sidecar_tape_name
 from bub.store import (
@@ -38,17 +38,24 @@ from bub.store import (
     is_async_tape_store,
 )
 from bub.tape import TapeEntry
-from pydantic import BaseModel, ValidationError
 
+from bub_semantic_memory.checkpoint import (
+    CHECKPOINT_ANCHOR,
+    CheckpointError,
+    decode_checkpoint,
+    encode_checkpoint,
+)
 from bub_semantic_memory.errors import StoreError, TapeNameError
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Snapshot, gc_paused
 from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.transcript import Entry, ReadIssue, ReadReport, coerce_entries, parse_tape_lines
+from bub_semantic_memory.readers import SNAPSHOT_EVENT, sidecar_reader
+from bub_semantic_memory.transcript import Entry, ReadIssue, ReadReport, coerce_entries
 
 __all__ = [
     "SIDECAR_NAME",
     "SNAPSHOT_EVENT",
+    "MemoryLoad",
     "MemorySidecar",
     "SnapshotStore",
     "fetch_tape",
@@ -62,7 +69,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 SIDECAR_NAME = "semantic_memory"
-SNAPSHOT_EVENT = "memory.snapshot"
 MAX_TAPE_NAME = 200
 _TAPE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _FILE_MODE = 0o600
@@ -106,6 +112,25 @@ def memory_tape_name(tape: str) -> str:
 
 
 @dataclass(frozen=True)
+class MemoryLoad:
+    """What a cold load of a tape's memory read.
+
+    Attributes:
+        graph: the folded memory.
+        report: what could not be read (snapshots, a rejected checkpoint...).
+        checkpoint_through: the sidecar entry the checkpoint used covers (0: none used).
+        last_entry_id: the last sidecar entry read.
+        tail_snapshots: snapshots folded on top of the checkpoint (all of them without one).
+    """
+
+    graph: MemoryGraph
+    report: ReadReport
+    checkpoint_through: int
+    last_entry_id: int
+    tail_snapshots: int
+
+
+@dataclass(frozen=True)
 class MemorySidecar:
     """The sidecar declaration bub mounts on every session tape (``provide_tape_sidecar``)."""
 
@@ -145,22 +170,58 @@ class SnapshotStore:
         """All snapshots of ``tape`` that parse, plus a report of what did not."""
         sidecar = memory_tape_name(tape)
         report = ReadReport(source=sidecar)
-        if self.directory is not None:
-            path = self.directory / f"{sidecar}.jsonl"
-            if not path.exists():
-                return [], report
-            return await asyncio.to_thread(_read_sidecar_file, path, report), report
-        try:
-            entries = await fetch_tape(self.store, sidecar, report=report)
-        except Exception as exc:
-            raise StoreError(f"cannot read memory sidecar {sidecar}: {exc}") from exc
-        snapshots = [s for e in entries if (s := _snapshot_from_entry(e, report)) is not None]
-        return snapshots, report
+        tail = await sidecar_reader(self.store, self.directory).read_after(sidecar, 0, report)
+        return tail.snapshots, report
 
     async def graph(self, tape: str, ontology: Ontology | None = None) -> tuple[MemoryGraph, ReadReport]:
-        """Fold ``tape``'s snapshots into a graph."""
-        snapshots, report = await self.load(tape)
-        return MemoryGraph.fold(snapshots, ontology, tape=tape), report
+        """Fold ``tape``'s memory into a graph: the newest valid checkpoint plus the snapshots after it."""
+        loaded = await self.load_graph(tape, ontology)
+        return loaded.graph, loaded.report
+
+    async def load_graph(self, tape: str, ontology: Ontology | None = None) -> MemoryLoad:
+        """Like :meth:`graph`, and says what was read (see :class:`MemoryLoad`).
+
+        A checkpoint that cannot be used (another version or ontology, a hash that does
+        not match, malformed) is reported as ``bad_checkpoint`` and all snapshots are
+        folded instead.
+        """
+        sidecar = memory_tape_name(tape)
+        report = ReadReport(source=sidecar)
+        reader = sidecar_reader(self.store, self.directory)
+        base: MemoryGraph | None = None
+        through = 0
+        stored = await reader.latest_checkpoint(sidecar)
+        if stored is not None:
+            try:
+                checkpoint = decode_checkpoint(stored.payload.get("state"), ontology, tape=tape)
+                base, through = checkpoint.graph, checkpoint.through
+            except CheckpointError as exc:
+                report.add(
+                    ReadIssue("bad_checkpoint", f"{exc}; folding all snapshots instead", entry_id=stored.id)
+                )
+        tail = await reader.read_after(sidecar, through, report)
+        graph = base if base is not None else MemoryGraph(ontology, tape=tape)
+        with gc_paused():
+            for snapshot in tail.snapshots:
+                graph.add(snapshot)
+        return MemoryLoad(graph, report, through, max(through, tail.last_entry_id), len(tail.snapshots))
+
+    async def checkpoint(self, tape: str, ontology: Ontology | None = None, *, min_tail: int = 1) -> bool:
+        """Store a checkpoint of ``tape``'s memory if at least ``min_tail`` snapshots follow the newest one.
+
+        The checkpoint is folded from what the store holds now (checkpoint plus tail, read
+        fresh), never from a process's in-memory graph, so it is exactly the fold of the
+        sidecar up to the entry it names. Returns True if one was written.
+
+        Raises:
+            StoreError: the store refused the read or the write.
+        """
+        loaded = await self.load_graph(tape, ontology)
+        if loaded.tail_snapshots < max(1, min_tail):
+            return False
+        state = await asyncio.to_thread(encode_checkpoint, loaded.graph, loaded.last_entry_id)
+        await self._append_entry(memory_tape_name(tape), TapeEntry.anchor(CHECKPOINT_ANCHOR, state))
+        return True
 
     # -- writing -----------------------------------------------------------------
 
@@ -171,10 +232,10 @@ class SnapshotStore:
             StoreError: the store refused the write (disk full, read-only, ...).
                 Nothing already stored is changed by a failed append.
         """
-        sidecar = memory_tape_name(snapshot.tape)
-        entry = TapeEntry.event(
-            SNAPSHOT_EVENT, snapshot.model_dump(mode="json"), schema=snapshot.schema_version
-        )
+        entry = TapeEntry.event(SNAPSHOT_EVENT, snapshot_payload(snapshot), schema=snapshot.schema_version)
+        await self._append_entry(memory_tape_name(snapshot.tape), entry)
+
+    async def _append_entry(self, sidecar: str, entry: TapeEntry) -> None:
         if self.directory is not None:
             await asyncio.to_thread(self._append_file, sidecar, entry)
             return
@@ -277,64 +338,17 @@ def _describe(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
-class _SnapshotPayload(BaseModel):
-    name: Literal["memory.snapshot"]
-    data: Snapshot
+def snapshot_payload(snapshot: Snapshot) -> dict[str, Any]:
+    """The stored form of a snapshot: its JSON fields, empty lists left out.
 
-
-class _SnapshotLine(BaseModel):
-    """A sidecar line holding a snapshot, parsed in one pass by pydantic's JSON parser."""
-
-    id: int
-    kind: Literal["event"]
-    payload: _SnapshotPayload
-
-
-def _read_sidecar_file(path: Path, report: ReadReport) -> list[Snapshot]:
-    """Snapshots of a sidecar file: a fast path per line, and the tolerant reader for the rest.
-
-    Most lines are well-formed snapshots and validate straight from their JSON bytes;
-    anything else (a torn line, another event, a bad payload) goes through
-    :func:`read_tape_file`'s rules and is reported there.
+    bub's Redis store rewrites every entry through Lua's ``cjson``, which turns an
+    empty JSON array into ``{}``; a snapshot with an alias-less entity would then no
+    longer validate. Every list field defaults to empty, so leaving empty ones out
+    loses nothing on any store (and makes each line shorter).
     """
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise StoreError(f"cannot read memory sidecar {path}: {exc.strerror or exc}") from exc
-    snapshots: list[Snapshot] = []
-    slow: list[tuple[int, bytes]] = []
-    with gc_paused():
-        for number, line in enumerate(raw.split(b"\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                snapshots.append(_SnapshotLine.model_validate_json(line).payload.data)
-            except ValidationError:
-                slow.append((number, line))
-    for entry in parse_tape_lines(slow, report=report):
-        snapshot = _snapshot_from_entry(entry, report)
-        if snapshot is not None:
-            snapshots.append(snapshot)
-    report.entries = len(snapshots)
-    return snapshots
-
-
-def _snapshot_from_entry(entry: Entry, report: ReadReport) -> Snapshot | None:
-    if entry.kind != "event" or entry.payload.get("name") != SNAPSHOT_EVENT:
-        return None
-    try:
-        return Snapshot.model_validate(entry.payload.get("data"))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        report.add(
-            ReadIssue(
-                "bad_snapshot",
-                f"snapshot does not validate ({where}: {first['msg']}); skipped",
-                entry_id=entry.id,
-            )
-        )
-        return None
+    data = snapshot.model_dump(mode="json", exclude_defaults=True)
+    data["schema_version"] = snapshot.schema_version  # always explicit: a later default must not rewrite it
+    return data
 
 
 async def fetch_tape(
