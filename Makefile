@@ -47,12 +47,12 @@ lint: setup
 	$(UV) run --frozen ruff check
 	$(UV) run --frozen mypy
 
-# The main job: evaluate extraction on the quick fixtures with the embedded local model
-# (Gemma 3 270M base: a smoke-test model). Point --model/--base-url at a real endpoint for
-# meaningful scores (see README).
+# The main job: evaluate the promoted prompt on the quick fixtures with the embedded local
+# model (Qwen2.5-Coder 1.5B Instruct on the CPU). Point --model/--base-url at an endpoint
+# to evaluate a hosted model instead (see README).
 eval: setup-local
 	$(UV) run --frozen semantic-memory eval run --model local --tag quick \
-		--prompt extract@2 --prompt extract@3 --concurrency 1 --out reports/quickstart
+		--concurrency 1 --out reports/quickstart
 
 bench: setup-local
 	$(UV) run --frozen python -m benchmarks

@@ -226,6 +226,54 @@ def test_the_gate_refuses_a_regression_beyond_the_tolerance() -> None:
     assert check_gate(run("a@1", 8, 8), run("a@2", 8, 5), tolerance=0.5) == []
 
 
+def test_the_gate_refuses_a_candidate_that_costs_much_more_without_a_clear_gain() -> None:
+    from bub_semantic_memory.evals.report import Comparison, Metrics, PromptRun
+    from bub_semantic_memory.evals.scoring import PRF
+
+    def run(name: str, prompt_tokens: int, entity_tp: int = 8) -> PromptRun:
+        metrics = Metrics(
+            fixtures=10,
+            failed_fixtures=0,
+            entities=PRF(tp=entity_tp, predicted=10, gold=10),
+            entities_untyped=PRF(tp=entity_tp, predicted=10, gold=10),
+            relations=PRF(tp=8, predicted=10, gold=10),
+            schema_valid_first_try=1.0,
+            success_rate=1.0,
+            mean_attempts=1.0,
+            prompt_tokens=prompt_tokens,
+        )
+        return PromptRun(
+            prompt=name, prompt_sha256="x", model="m", mode="tools", metrics=metrics, fixtures=[]
+        )
+
+    def comparison(low: float) -> Comparison:
+        return Comparison(
+            baseline="a@1",
+            candidate="a@2",
+            fixtures_compared=10,
+            entity_f1_delta=0.1,
+            entity_f1_ci95=(low, 0.2),
+            relation_f1_delta=0.0,
+            relation_f1_ci95=(-0.1, 0.1),
+            resamples=100,
+        )
+
+    # 16,000 against 10,000 tokens (1.6x), F1 no better: refused, with the growth named.
+    [reason] = check_gate(
+        run("a@1", 10_000), run("a@2", 16_000), tolerance=0.02, comparison=comparison(-0.05)
+    )
+    assert "1.60x the prompt tokens per fixture of a@1" in reason
+    # The same cost with an entity F1 gain whose interval is above 0: accepted.
+    assert (
+        check_gate(run("a@1", 10_000), run("a@2", 16_000, 9), tolerance=0.02, comparison=comparison(0.01))
+        == []
+    )
+    # 1.4x is within the allowance.
+    assert (
+        check_gate(run("a@1", 10_000), run("a@2", 14_000), tolerance=0.02, comparison=comparison(-0.05)) == []
+    )
+
+
 async def test_promote_refuses_a_worse_candidate_and_keeps_the_current_one(tmp_path: Path) -> None:
     prompts = tmp_path / "prompts"
     shutil.copytree(REPO / "prompts", prompts)

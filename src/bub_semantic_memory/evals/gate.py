@@ -2,8 +2,11 @@
 
 The gate runs the currently promoted version (the baseline) and the candidate on the
 same fixtures with the same model, and refuses the candidate when its entity F1,
-relation F1 or success rate falls more than ``tolerance`` below the baseline's. With
-nothing promoted yet, the candidate only has to extract at least one fixture.
+relation F1 or success rate falls more than ``tolerance`` below the baseline's, or when
+it costs more than :data:`MAX_TOKEN_GROWTH` times the baseline's prompt tokens per
+fixture without an F1 gain outside the comparison's 95% interval (a gain is "outside"
+when the interval's lower bound is above 0). With nothing promoted yet, the candidate
+only has to extract at least one fixture.
 """
 
 from __future__ import annotations
@@ -16,17 +19,24 @@ from rich.console import Console
 
 from bub_semantic_memory.errors import GateError
 from bub_semantic_memory.evals.dataset import Fixture
-from bub_semantic_memory.evals.report import PromptRun, Report
+from bub_semantic_memory.evals.report import Comparison, PromptRun, Report
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.prompts import Promotion, PromptLibrary, PromptTemplate
 
-__all__ = ["DEFAULT_TOLERANCE", "GateOutcome", "check_gate", "promote"]
+__all__ = ["DEFAULT_TOLERANCE", "MAX_TOKEN_GROWTH", "GateOutcome", "check_gate", "promote"]
 
 DEFAULT_TOLERANCE = 0.02
+MAX_TOKEN_GROWTH = 1.5
 
 
-def check_gate(baseline: PromptRun | None, candidate: PromptRun, *, tolerance: float) -> list[str]:
-    """Reasons to refuse ``candidate`` (empty: it passes)."""
+def check_gate(
+    baseline: PromptRun | None,
+    candidate: PromptRun,
+    *,
+    tolerance: float,
+    comparison: Comparison | None = None,
+) -> list[str]:
+    """Reasons to refuse ``candidate`` (empty: it passes); ``comparison`` is candidate against baseline."""
     reasons: list[str] = []
     if candidate.metrics.success_rate == 0:
         reasons.append(f"{candidate.prompt} extracted no fixture successfully")
@@ -45,7 +55,27 @@ def check_gate(baseline: PromptRun | None, candidate: PromptRun, *, tolerance: f
                 f"{label} dropped from {before:.3f} ({baseline.prompt}) to {after:.3f} ({candidate.prompt}), "
                 f"more than the tolerance of {tolerance:.3f}"
             )
+    growth = _token_growth(baseline, candidate)
+    if growth is not None and growth > MAX_TOKEN_GROWTH and not _significant_gain(comparison):
+        reasons.append(
+            f"{candidate.prompt} sends {growth:.2f}x the prompt tokens per fixture of {baseline.prompt} "
+            f"(more than {MAX_TOKEN_GROWTH}x) without an F1 gain outside the 95% interval"
+        )
     return reasons
+
+
+def _token_growth(baseline: PromptRun, candidate: PromptRun) -> float | None:
+    """Candidate prompt tokens per fixture over the baseline's (None when the baseline sent none)."""
+    before = baseline.metrics.prompt_tokens / max(1, baseline.metrics.fixtures)
+    after = candidate.metrics.prompt_tokens / max(1, candidate.metrics.fixtures)
+    return after / before if before else None
+
+
+def _significant_gain(comparison: Comparison | None) -> bool:
+    if comparison is None:
+        return False
+    intervals = (comparison.entity_f1_ci95, comparison.relation_f1_ci95)
+    return any(ci is not None and ci[0] > 0 for ci in intervals)
 
 
 @dataclass(frozen=True)
@@ -98,7 +128,8 @@ async def promote(
     report = await run_eval(fixtures, prompts, options, fixtures_dir=fixtures_dir, console=console)
     base_run = report.runs[0] if baseline is not None else None
     cand_run = report.runs[-1]
-    reasons = check_gate(base_run, cand_run, tolerance=tolerance)
+    comparison = report.comparisons[-1] if base_run is not None and report.comparisons else None
+    reasons = check_gate(base_run, cand_run, tolerance=tolerance, comparison=comparison)
     if reasons:
         raise GateError(f"{candidate} was not promoted: " + "; ".join(reasons))
     promotion = library.promote(
