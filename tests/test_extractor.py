@@ -138,20 +138,29 @@ async def test_a_hallucinated_name_is_reasked(fake_openai: FakeOpenAIServer) -> 
     assert "entity 'Eve Hacker' does not occur in the transcript" in reask_message(fake_openai)
 
 
-async def test_self_loops_are_reasked_and_duplicates_merged(fake_openai: FakeOpenAIServer) -> None:
+async def test_self_loops_and_duplicates_are_fixed_without_a_reask(fake_openai: FakeOpenAIServer) -> None:
     broken = {
         "entities": [
             {"name": "Alice Chen", "type": "person", "evidence": [2]},
             {"name": "alice chen", "type": "person", "evidence": [2]},
+            {"name": "Project Apollo", "type": "project", "evidence": [2]},
         ],
-        "relations": [{"source": "Alice Chen", "type": "knows", "target": "Alice Chen", "evidence": [2]}],
+        "relations": [
+            {"source": "Alice Chen", "type": "knows", "target": "Alice Chen", "evidence": [2]},
+            {"source": "Alice Chen", "type": "works_on", "target": "Project Apollo", "evidence": [2]},
+            {"source": "alice chen", "type": "works_on", "target": "Project Apollo", "evidence": [2]},
+        ],
     }
-    fake_openai.enqueue(tool_call_reply("Extraction", broken), good())
+    fake_openai.enqueue(tool_call_reply("Extraction", broken))
     async with extractor(fake_openai) as ex:
-        await ex.extract(ENTRIES, tape="t")
-    message = reask_message(fake_openai)
-    assert "1 problem(s)" in message and "links an entity to itself" in message
-    assert "listed twice" not in message  # a duplicate has one right answer: merged, not re-asked
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    # Each has one right answer: the duplicate entity and relation merged, the self-loop dropped.
+    assert len(fake_openai.requests) == 1 and snapshot.usage.reasks == 0
+    assert [e.key for e in snapshot.entities] == ["person:alice-chen", "project:project-apollo"]
+    assert [(r.source, r.type, r.target) for r in snapshot.relations] == [
+        ("person:alice-chen", "works_on", "project:project-apollo")
+    ]
+    assert snapshot.dropped == ("relation ('Alice Chen' knows 'Alice Chen') links an entity to itself",)
 
 
 async def test_an_entity_listed_twice_is_merged_without_a_reask(fake_openai: FakeOpenAIServer) -> None:

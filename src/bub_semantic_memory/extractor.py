@@ -464,6 +464,7 @@ class Extractor:
             dropped.extend(kept.dropped)
             return kept
         ledger.usage.reasks += max(0, ledger.usage.attempts - attempts_before - 1)
+        dropped.extend(result.dropped)
         return result
 
     def _salvage(

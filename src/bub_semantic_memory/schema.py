@@ -169,6 +169,7 @@ class _ResponseBase(BaseModel):
 
     _entities: list[Entity] = PrivateAttr(default_factory=list)
     _relations: list[Relation] = PrivateAttr(default_factory=list)
+    _dropped: list[str] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
     def _validate_against_scope(self, info: ValidationInfo) -> _ResponseBase:
@@ -185,6 +186,7 @@ class _ResponseBase(BaseModel):
         del entities  # merged duplicates live on in resolver.keys, in first-listed order
         self._entities = list(resolver.keys.values())
         self._relations = [r for r in relations if r is not None]
+        self._dropped = list(resolver.dropped)
         return self
 
 
@@ -194,6 +196,11 @@ class ExtractionResponse(_ResponseBase):
     def resolved(self) -> tuple[list[Entity], list[Relation]]:
         """The validated storage entities and relations (keys and entry ids resolved)."""
         return list(self._entities), list(self._relations)
+
+    @property
+    def dropped(self) -> list[str]:
+        """Items left out without a re-ask because leaving them out is the one right answer."""
+        return list(self._dropped)
 
 
 @dataclass(frozen=True)
@@ -247,7 +254,7 @@ def salvage(response_model: type[BaseModel], arguments: str | None, scope: Valid
             elif (relation := resolver.add_relation(item)) is not None:
                 relations.append(relation)
             dropped.extend(" ".join(p.split()) for p in resolver.problems[before:])
-    return Salvage(list(resolver.keys.values()), relations, dropped)
+    return Salvage(list(resolver.keys.values()), relations, [*dropped, *resolver.dropped])
 
 
 def _describe(raw: Any) -> str:
@@ -268,6 +275,7 @@ class _Resolver:
         self.keys: dict[str, Entity] = {}
         self.names: dict[str, str] = {}
         self.merged: list[str] = []  # keys listed more than once, merged into the first listing
+        self.dropped: list[str] = []  # items left out without a re-ask (a self-loop)
         self.display_names: dict[str, str] = {}  # folded display name -> key
         self.alias_owners: dict[str, str] = {}  # folded alias -> key
         self.relation_keys: set[tuple[str, str, str]] = set()
@@ -400,7 +408,9 @@ class _Resolver:
             return None
         (source_key, source_type), (target_key, target_type) = source, target
         if source_key == target_key:
-            self.problems.append(f"{label} links an entity to itself; drop it")
+            # Not a fact, whatever was meant: dropped and counted rather than re-asked (a small
+            # model under a grammar answers a re-ask about it with nothing at all).
+            self.dropped.append(f"{label} links an entity to itself")
             return None
         ontology = self.scope.ontology
         if not ontology.allows(raw.type, source_type, target_type):
@@ -414,8 +424,7 @@ class _Resolver:
             source_key, target_key = target_key, source_key
         rel_key = (source_key, raw.type, target_key)
         if rel_key in self.relation_keys:
-            self.problems.append(f"{label} is listed twice; keep one")
-            return None
+            return None  # the same fact twice has one right answer: keep the first listing
         self.relation_keys.add(rel_key)
         evidence = self._check_evidence(label, list(raw.evidence))
         return Relation(
@@ -554,7 +563,10 @@ def build_relations_model(
     ``endpoints`` maps entity names to their types. Each relation type becomes its
     own variant whose source and target are enums of the names of allowed types, so
     a grammar-constrained backend can only emit relations the ontology allows between
-    entities that exist. Returns None when no relation type fits the endpoints.
+    entities that exist. The list is bounded by the number of endpoints (three
+    relations per entity at most), so a small model that starts repeating itself under
+    a grammar stops within a few items instead of at its output limit. Returns None
+    when no relation type fits the endpoints.
     """
     variants: list[Any] = []
     for rel_name, rel in ontology.relation_types.items():
@@ -579,7 +591,7 @@ def build_relations_model(
         create_model(
             "Relations",
             __base__=ExtractionResponse,
-            relations=(_list_of(item), Field(max_length=MAX_RELATIONS)),
+            relations=(_list_of(item), Field(max_length=min(MAX_RELATIONS, 3 * len(endpoints)))),
         ),
     )
 
