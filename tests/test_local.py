@@ -209,31 +209,28 @@ USER_BUB_HOME = os.environ.get("BUB_HOME") or str(Path.home() / ".bub")
 
 
 @pytest.mark.local_model
-async def test_real_local_extraction_is_schema_valid_within_a_time_bound(
+async def test_real_local_extraction_finds_the_fixtures_people_within_a_time_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A real run of the packaged 270M model: valid output in bounded time, quality not asserted.
+    """A real run of the default local model (Qwen2.5-Coder 1.5B) with the promoted prompt.
 
+    Asserts content, not only shape: every gold person of the fixture is found, typed person.
     Without the ``local`` extra this fails with the install hint: opting in means wanting it run.
     """
     monkeypatch.setenv("BUB_HOME", USER_BUB_HOME)
-    (fixture,) = load_fixtures(REPO / "evals" / "fixtures", ids=["tool-crm-account-lookup"])
+    (fixture,) = load_fixtures(REPO / "evals" / "fixtures", ids=["correction-migration-owner"])
     entries = fixture.entries()
     backend = LocalBackend.from_model_spec("local")  # assembling the model is not timed
     started = time.monotonic()
-    async with Extractor(model="local", prompt="extract@3", backend=backend) as extractor:
+    async with Extractor(model="local", backend=backend) as extractor:
         snapshots = await extractor.extract(entries, tape=fixture.id)
     elapsed = time.monotonic() - started
-    assert elapsed < 300, f"local extraction took {elapsed:.0f} s"
+    assert elapsed < 600, f"local extraction took {elapsed:.0f} s"
     assert snapshots and snapshots[-1].last_entry_id == entries[-1].id  # every entry was covered
-    assert all(s.model == "local" and s.prompt.version == 3 for s in snapshots)
-    ontology = extractor.prompt.ontology
+    found = {(normalize_name(e.name), e.type) for s in snapshots for e in s.entities}
+    people = {normalize_name(e.name) for e in fixture.gold.entities if e.type == "person"}
+    assert people and {(name, "person") for name in people} <= found, found
     transcript = normalize_name(render_transcript(entries).text())
-    keys = {e.key for snapshot in snapshots for e in snapshot.entities}
     for snapshot in snapshots:
         for entity in snapshot.entities:
-            assert entity.type in ontology.entity_types
             assert any(normalize_name(n) in transcript for n in entity.names())
-        for relation in snapshot.relations:
-            assert relation.type in ontology.relation_types
-            assert {relation.source, relation.target} <= keys
