@@ -74,7 +74,7 @@ def test_a_user_gguf_uses_its_own_template(tmp_path: Path) -> None:
     path = tmp_path / "mine.gguf"
     path.write_bytes(b"GGUF")
     resolved = resolve_local_spec(f"local:{path}", models_dir=tmp_path)
-    assert (resolved.path, resolved.chat_format, resolved.model) == (path, None, None)
+    assert (resolved.path, resolved.chat_format) == (path, None)
 
 
 def test_a_packaged_model_is_assembled_once_and_verified(chunk_packages: LocalModel, tmp_path: Path) -> None:

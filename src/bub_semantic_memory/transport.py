@@ -88,6 +88,8 @@ class CallLedger:
     usage: Usage = field(default_factory=Usage)
     last_output: str | None = None
     last_error: str | None = None
+    dropped: list[str] = field(default_factory=list)
+    """Answer items left out (a rule broken after the re-asks, or one with a single right fix)."""
 
     def remaining_s(self) -> float:
         return self.policy.deadline_s - (time.monotonic() - self.started)

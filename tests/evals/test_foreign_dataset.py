@@ -19,9 +19,14 @@ from bub_semantic_memory.cli import app
 from bub_semantic_memory.errors import FixtureError
 from bub_semantic_memory.evals.dataset import Gold, GoldEntity, GoldRelation, Prediction, load_fixtures
 from bub_semantic_memory.evals.importer import import_conversations
-from bub_semantic_memory.evals.labels import LabelMap, check_label_space, load_label_map, ontology_sha256
+from bub_semantic_memory.evals.labels import (
+    LabelMap,
+    check_label_space,
+    load_label_map,
+    ontology_sha256,
+    scoring_config,
+)
 from bub_semantic_memory.evals.report import load_report
-from bub_semantic_memory.evals.runner import scoring_config
 from bub_semantic_memory.evals.scoring import score_dataset, score_fixture
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.prompts import PromptLibrary

@@ -201,8 +201,8 @@ def score(
     from rich.table import Table
 
     from bub_semantic_memory.evals.dataset import load_predictions
+    from bub_semantic_memory.evals.labels import scoring_config
     from bub_semantic_memory.evals.render import UNDEFINED
-    from bub_semantic_memory.evals.runner import scoring_config
     from bub_semantic_memory.evals.scoring import score_dataset
     from bub_semantic_memory.prompts import PromptLibrary
 

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bub_semantic_memory.errors import FixtureError
 from bub_semantic_memory.evals.dataset import Gold, describe_validation_error
+from bub_semantic_memory.evals.scoring import ScoringConfig
 from bub_semantic_memory.models import normalize_name
 from bub_semantic_memory.ontology import Ontology
 
@@ -45,6 +46,7 @@ __all__ = [
     "load_dataset_ontology",
     "load_label_map",
     "ontology_sha256",
+    "scoring_config",
 ]
 
 DATASET_ONTOLOGY_FILE = "ontology.yaml"
@@ -210,3 +212,16 @@ def check_label_space(
     report.unknown_relation_types = dict(relation_types)
     report.dangling_endpoints = dict(dangling)
     return report
+
+
+def scoring_config(
+    ontology: Ontology, label_map: LabelMap | None = None, relation_synonyms: Mapping[str, str] | None = None
+) -> ScoringConfig:
+    """How a run under ``ontology`` is scored: its symmetric types, plus the label map and synonyms."""
+    labels = label_map or LabelMap()
+    return ScoringConfig.from_ontology(
+        ontology,
+        relation_synonyms={**(relation_synonyms or {}), **labels.relation_types},
+        entity_types=labels.entity_types,
+        symmetric=labels.symmetric,
+    )

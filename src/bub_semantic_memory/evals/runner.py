@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,7 +23,7 @@ from rich.console import Console
 from bub_semantic_memory.errors import ExtractionError, ReplayMissError
 from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key
 from bub_semantic_memory.evals.dataset import Fixture, GoldEntity, GoldRelation, Prediction, dataset_hash
-from bub_semantic_memory.evals.labels import LabelMap, ontology_sha256
+from bub_semantic_memory.evals.labels import LabelMap, ontology_sha256, scoring_config
 from bub_semantic_memory.evals.progress import RunProgress
 from bub_semantic_memory.evals.report import (
     FixtureResult,
@@ -44,7 +44,7 @@ from bub_semantic_memory.redact import Redactor
 from bub_semantic_memory.transcript import Entry, render_transcript
 from bub_semantic_memory.transport import ChatBackend, RetryPolicy
 
-__all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval", "scoring_config"]
+__all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval"]
 
 type CachePolicy = Literal["use", "off", "replay"]
 
@@ -234,19 +234,6 @@ def _metrics(results: Sequence[FixtureResult], scores: Sequence[FixtureScore]) -
         dropped_items=sum(len(r.dropped) for r in results),
         latency_p50_s=round(percentile(latencies, 0.5), 3) if latencies else None,
         latency_p95_s=round(percentile(latencies, 0.95), 3) if latencies else None,
-    )
-
-
-def scoring_config(
-    ontology: Ontology, label_map: LabelMap | None = None, relation_synonyms: Mapping[str, str] | None = None
-) -> ScoringConfig:
-    """How a run under ``ontology`` is scored: its symmetric types, plus the label map and synonyms."""
-    labels = label_map or LabelMap()
-    return ScoringConfig.from_ontology(
-        ontology,
-        relation_synonyms={**(relation_synonyms or {}), **labels.relation_types},
-        entity_types=labels.entity_types,
-        symmetric=labels.symmetric,
     )
 
 
