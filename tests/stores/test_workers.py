@@ -64,6 +64,8 @@ async def test_workers_sharing_one_database_lose_and_duplicate_nothing(
     fake_openai.responder = oracle()
     workspace = tmp_path / "workspace"
     workspace.mkdir()
+    async with backend.open():
+        pass  # the first client creates the SQL schema; workers started on an empty database race to (README)
     workers = [worker(backend, "turns", session, str(TURNS), str(workspace)) for session in SESSIONS]
     await asyncio.sleep(3)  # two more processes extract the first session's tape while its worker writes
     extractors = [worker(backend, "extract", SESSIONS[0], str(workspace)) for _ in range(2)]
