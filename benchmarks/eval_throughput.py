@@ -23,6 +23,7 @@ from rich.console import Console
 
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
 from benchmarks.endpoint import EndpointProcess
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.evals.dataset import Fixture, load_fixtures
 from bub_semantic_memory.evals.runner import CachePolicy, RunOptions, run_eval
 from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
@@ -55,9 +56,7 @@ async def _run(
 ) -> EvalRun:
     before = server.requests()
     options = RunOptions(
-        model="fake-extractor",
-        base_url=server.base_url,
-        api_key="bench",
+        ExtractorConfig(model="fake-extractor", base_url=server.base_url, api_key="bench"),
         concurrency=concurrency,
         cache=cache,
         cache_dir=Path(cache_dir),

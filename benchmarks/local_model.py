@@ -26,10 +26,11 @@ from typing import Any
 from rich.console import Console
 
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
+from bub_semantic_memory.candidates import candidate_names
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.schema import Constraints, build_entities_model, candidate_names
+from bub_semantic_memory.schema import Constraints, build_entities_model
 from bub_semantic_memory.window import plan_windows
 
 __all__ = ["run"]
@@ -55,8 +56,7 @@ def _entity_requests(prompt_ref: str) -> list[dict[str, Any]]:
     requests = []
     for fixture in load_fixtures(FIXTURES, tags=["quick"]):
         window = plan_windows(fixture.entries(), watermark=0, chunk_tokens=1500).windows[0]
-        text = "\n".join([window.context.text(), window.lines.text()])
-        names = candidate_names(text)
+        names = candidate_names(window.all_lines())
         turns = tuple(sorted({*window.context.entry_ids, *window.lines.entry_ids}))
         model = build_entities_model(
             prompt.ontology, constraints=Constraints(turns=turns, names=tuple(names) if names else None)
@@ -112,9 +112,12 @@ async def run(config: BenchConfig) -> Section:
         section.skipped = "llama_cpp is not importable (install the 'local' extra: make setup-local)"
         return section
 
+    from bub_semantic_memory.backends import open_backend
+    from bub_semantic_memory.config import ExtractorConfig
     from bub_semantic_memory.local import LocalBackend
 
-    backend = LocalBackend.from_model_spec("local")
+    backend = open_backend(ExtractorConfig(model="local"))
+    assert isinstance(backend, LocalBackend)
     requests = _entity_requests(promoted)[:PAIRS]
     cold: list[float] = []
     warm: list[float] = []
@@ -146,7 +149,12 @@ async def run(config: BenchConfig) -> Section:
             )
         with temp_dir("local-cache") as cache:
             options = RunOptions(
-                model="local", backend=backend, concurrency=1, cache="off", cache_dir=cache, progress=False
+                ExtractorConfig(model="local"),
+                backend=backend,
+                concurrency=1,
+                cache="off",
+                cache_dir=cache,
+                progress=False,
             )
             fixtures = load_fixtures(FIXTURES, tags=["quick"])
             began = time.perf_counter()

@@ -12,6 +12,7 @@ from bub_semantic_memory.models import Entity, PromptRef, Relation, Snapshot
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
 from bub_semantic_memory.testing import FakeOpenAIServer
+from bub_semantic_memory.transcript import Entry, TranscriptLine, render_transcript
 from bub_semantic_memory.transport import RetryPolicy
 from tests.helpers.store_plugins import mask_store_plugins
 
@@ -84,3 +85,17 @@ def make_snapshot(
         entities=tuple(entities),
         relations=tuple(relations),
     )
+
+
+def rendered_lines(*turns: tuple[int, str, str]) -> tuple[TranscriptLine, ...]:
+    """Transcript lines as the renderer makes them, from ``(entry id, speaker, text)``.
+
+    ``speaker`` is ``user``, ``assistant`` or a named sender (a user message whose bub
+    header carries ``sender_id``).
+    """
+    entries = []
+    for entry_id, speaker, text in turns:
+        role = "assistant" if speaker == "assistant" else "user"
+        content = text if speaker in ("user", "assistant") else f"sender_id={speaker}|channel=cli\n{text}"
+        entries.append(Entry(entry_id, "message", {"role": role, "content": content}))
+    return render_transcript(entries).lines

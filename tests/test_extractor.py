@@ -9,6 +9,8 @@ import httpx
 import pytest
 import respx
 
+from bub_semantic_memory.backends import open_backend
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import (
     ExtractionError,
     OutputTruncatedError,
@@ -55,9 +57,10 @@ def good() -> Any:
 
 def extractor(server: FakeOpenAIServer, **kwargs: Any) -> Extractor:
     kwargs.setdefault("retry", FAST)
-    return Extractor(
+    config = ExtractorConfig(
         model="fake-model", base_url=server.base_url, api_key="test", prompt="extract@1", **kwargs
     )
+    return Extractor(config)
 
 
 def reask_message(server: FakeOpenAIServer, index: int = 1) -> str:
@@ -237,16 +240,19 @@ def test_windows_are_planned_to_fit_the_backends_context() -> None:
         async def aclose(self) -> None:
             return None
 
-    small = Extractor(model="local:/x.gguf", prompt="extract@1", backend=SmallContext())
+    local = ExtractorConfig(model="local:/x.gguf", prompt="extract@1")
+    small = Extractor(local, backend=SmallContext())
     # 4096 - 1024 (answer) - 2000 (prompt) - 250 (overlap) - 50 x 12 (known entities) = 222 -> the 300 floor.
     assert small.chunk_tokens == 300 and small.max_output_tokens == 1024
     SmallContext.context_tokens = 32_768
-    assert Extractor(model="local:/x.gguf", prompt="extract@1", backend=SmallContext()).chunk_tokens == 1500
+    assert Extractor(local, backend=SmallContext()).chunk_tokens == 1500
     assert extractor_without_context().chunk_tokens == 3000
 
 
 def extractor_without_context() -> Extractor:
-    return Extractor(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", prompt="extract@1")
+    return Extractor(
+        ExtractorConfig(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", prompt="extract@1")
+    )
 
 
 async def test_evidence_outside_the_window_is_reasked(fake_openai: FakeOpenAIServer) -> None:
@@ -270,7 +276,7 @@ async def test_a_grammar_constrained_backend_gets_the_windows_turns_as_an_enum()
         async def aclose(self) -> None:
             return None
 
-    ex = Extractor(model="m", prompt="extract@1", backend=Grammar(), retry=FAST)
+    ex = Extractor(ExtractorConfig(model="m", prompt="extract@1", retry=FAST), backend=Grammar())
     with pytest.raises(ExtractionError):
         await ex.extract(ENTRIES, tape="t")
     parameters = sent[0]["tools"][0]["function"]["parameters"]
@@ -357,7 +363,8 @@ async def test_empty_choices_are_retried(fake_openai: FakeOpenAIServer) -> None:
 
 
 async def test_a_refused_connection_is_a_transport_error() -> None:
-    async with Extractor(model="m", base_url=closed_port_url(), prompt="extract@1", retry=FAST) as ex:
+    config = ExtractorConfig(model="m", base_url=closed_port_url(), prompt="extract@1", retry=FAST)
+    async with Extractor(config) as ex:
         with pytest.raises(TransportError, match="connection failed") as caught:
             await ex.extract(ENTRIES, tape="t")
     assert caught.value.usage.requests == 5
@@ -506,14 +513,10 @@ async def test_respx_can_intercept_through_an_httpx_client(respx_mock: respx.Moc
         ]
     )
     async with httpx.AsyncClient() as client:
-        ex = Extractor(
-            model="m",
-            base_url="https://llm.test/v1",
-            api_key="k",
-            prompt="extract@1",
-            retry=FAST,
-            http_client=client,
+        config = ExtractorConfig(
+            model="m", base_url="https://llm.test/v1", api_key="k", prompt="extract@1", retry=FAST
         )
+        ex = Extractor(config, backend=open_backend(config, http_client=client))
         [snapshot] = await ex.extract(ENTRIES, tape="t")
     assert route.call_count == 2 and snapshot.usage.prompt_tokens == 7 and len(snapshot.entities) == 2
 

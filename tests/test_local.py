@@ -17,7 +17,9 @@ from typing import Any, cast
 import pytest
 from typer.testing import CliRunner
 
+from bub_semantic_memory.backends import open_backend
 from bub_semantic_memory.cli import app
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import ConfigurationError
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.extractor import Extractor
@@ -37,7 +39,7 @@ def without_llama_cpp(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("spec", ["local", "local:/models/any.gguf"])
 def test_without_the_extra_local_fails_with_the_install_hint(spec: str) -> None:
     with pytest.raises(ConfigurationError) as caught:
-        Extractor(model=spec)
+        Extractor(ExtractorConfig(model=spec))
     assert str(caught.value) == INSTALL_HINT
     assert "\n" not in INSTALL_HINT and "[local]" in INSTALL_HINT
 
@@ -56,7 +58,7 @@ def test_a_missing_gguf_file_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setitem(sys.modules, "llama_cpp", type(sys)("llama_cpp"))  # installed, never used
     missing = tmp_path / "nope.gguf"
     with pytest.raises(ConfigurationError, match="local model file not found"):
-        LocalBackend.from_model_spec(f"local:{missing}")
+        open_backend(ExtractorConfig(model=f"local:{missing}"))
 
 
 class RecordingModel:
@@ -220,9 +222,10 @@ async def test_real_local_extraction_finds_the_fixtures_people_within_a_time_bou
     monkeypatch.setenv("BUB_HOME", USER_BUB_HOME)
     (fixture,) = load_fixtures(REPO / "evals" / "fixtures", ids=["correction-migration-owner"])
     entries = fixture.entries()
-    backend = LocalBackend.from_model_spec("local")  # assembling the model is not timed
+    config = ExtractorConfig(model="local")
+    backend = open_backend(config)  # assembling the model is not timed
     started = time.monotonic()
-    async with Extractor(model="local", backend=backend) as extractor:
+    async with Extractor(config, backend=backend) as extractor:
         snapshots = await extractor.extract(entries, tape=fixture.id)
     elapsed = time.monotonic() - started
     assert elapsed < 600, f"local extraction took {elapsed:.0f} s"

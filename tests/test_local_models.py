@@ -12,6 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from bub_semantic_memory.backends import (
+    LocalSpec,
+    is_local_spec,
+    model_note,
+    open_local_backend,
+    parse_local_spec,
+)
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.errors import ConfigurationError
 from bub_semantic_memory.local_models import (
@@ -20,9 +27,6 @@ from bub_semantic_memory.local_models import (
     LocalModel,
     ensure_assembled,
     is_assembled,
-    is_local_spec,
-    model_note,
-    resolve_local_spec,
 )
 
 CHUNKS = (b"GGUF" + b"a" * 1000, b"b" * 777)
@@ -59,10 +63,12 @@ def chunk_packages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 def test_the_spec_grammar() -> None:
     assert is_local_spec("local") and is_local_spec("local:gemma-3-270m") and is_local_spec("local:/m.gguf")
     assert not is_local_spec("gpt-4o-mini") and not is_local_spec("localhost-model")
+    assert parse_local_spec("gpt-4o-mini") is None
+    assert parse_local_spec("local") == LocalSpec(name=DEFAULT_LOCAL_MODEL)
+    assert parse_local_spec("local:gemma-3-270m") == LocalSpec(name="gemma-3-270m")
+    assert parse_local_spec("local:~/m.gguf") == LocalSpec(path=Path.home() / "m.gguf")
     with pytest.raises(ConfigurationError, match="unknown local model 'qwen-99b'"):
-        resolve_local_spec("local:qwen-99b", models_dir=Path("/nowhere"))
-    with pytest.raises(ConfigurationError, match="local model file not found"):
-        resolve_local_spec("local:/nowhere/model.gguf", models_dir=Path("/nowhere"))
+        parse_local_spec("local:qwen-99b")
     assert DEFAULT_LOCAL_MODEL == "qwen2.5-coder-1.5b" and DEFAULT_LOCAL_MODEL in REGISTRY
     assert "qwen2.5-coder-1.5b" in model_note("local") and model_note("local:gemma-3-270m").startswith(
         "gemma"
@@ -70,11 +76,12 @@ def test_the_spec_grammar() -> None:
     assert model_note("gpt-4o-mini") == "" and model_note("local:/my.gguf") == ""
 
 
-def test_a_user_gguf_uses_its_own_template(tmp_path: Path) -> None:
+def test_a_user_gguf_uses_its_own_template(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", type(sys)("llama_cpp"))  # installed, never used
     path = tmp_path / "mine.gguf"
     path.write_bytes(b"GGUF")
-    resolved = resolve_local_spec(f"local:{path}", models_dir=tmp_path)
-    assert (resolved.path, resolved.chat_format) == (path, None)
+    backend = open_local_backend(parse_local_spec(f"local:{path}") or LocalSpec(), models_dir=tmp_path)
+    assert (getattr(backend, "model_path", None), getattr(backend, "chat_format", "?")) == (path, None)
 
 
 def test_a_packaged_model_is_assembled_once_and_verified(chunk_packages: LocalModel, tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ import random
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Entity, Relation
 from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.render import match_entities, render_memory
+from bub_semantic_memory.render import render_memory
 from bub_semantic_memory.tokens import estimate_tokens
 from tests.conftest import make_snapshot
 
@@ -58,7 +58,7 @@ def test_named_entities_and_their_neighbours_come_first(ontology: Ontology) -> N
 
 
 def test_cjk_names_match_inside_unspaced_text(ontology: Ontology) -> None:
-    assert match_entities(graph(ontology), "张伟在哪里工作?") == [ZHANG.key]
+    assert graph(ontology).named_in("张伟在哪里工作?") == [ZHANG.key]
 
 
 def test_the_budget_is_never_exceeded(ontology: Ontology) -> None:

@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from bub_semantic_memory.candidates import candidate_names
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.schema import (
     Constraints,
@@ -13,16 +14,16 @@ from bub_semantic_memory.schema import (
     build_entities_model,
     build_relations_model,
     build_response_model,
-    candidate_names,
 )
+from tests.conftest import rendered_lines
 
-WINDOW = "[6] user: Hi! I'm Maya Lin, I lead the platform team at Globex.\n[7] assistant: Noted, Maya."
+WINDOW = rendered_lines(
+    (6, "user", "Hi! I'm Maya Lin, I lead the platform team at Globex."), (7, "assistant", "Noted, Maya.")
+)
 
 
 def scope(ontology: Ontology, known: dict[str, KnownEntity] | None = None) -> ValidationScope:
-    return ValidationScope(
-        ontology=ontology, window_text=WINDOW, turn_ids=frozenset({6, 7}), known=known or {}
-    )
+    return ValidationScope(ontology=ontology, lines=WINDOW, known=known or {})
 
 
 def test_speaker_labels_do_not_ground_an_entity(ontology: Ontology) -> None:
@@ -75,18 +76,19 @@ def test_lists_are_required_and_bounded_in_the_schema(ontology: Ontology) -> Non
 
 
 def test_candidate_names_are_capitalised_spans_not_sentence_starters() -> None:
-    text = (
-        "[6] user: Hi! I'm Maya Lin, I lead the platform team at Globex. Update: we moved to Lisbon.\n"
-        "[7] user (Priya): Right. Bank of America called; He's late."
+    lines = rendered_lines(
+        (6, "user", "Hi! I'm Maya Lin, I lead the platform team at Globex. Update: we moved to Lisbon."),
+        (7, "Priya", "Right. Bank of America called; He's late."),
     )
-    names = candidate_names(text)
+    assert lines[1].text.startswith("[7] user (Priya): Right.")
+    names = candidate_names(lines)
     assert names is not None
     assert {"Maya Lin", "Maya", "Globex", "Lisbon", "Priya", "Bank of America"} <= set(names)
     assert not {"Hi", "Update", "Right", "He's", "I'm", "user"} & set(names)
 
 
 def test_candidate_names_are_off_for_uncased_scripts() -> None:
-    assert candidate_names("[3] user: 张伟在北京的Acme工作") is None
+    assert candidate_names(rendered_lines((3, "user", "张伟在北京的Acme工作"))) is None
 
 
 def test_candidate_mode_constrains_names_in_the_schema(ontology: Ontology) -> None:

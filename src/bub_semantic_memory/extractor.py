@@ -22,10 +22,8 @@ JSON that ends mid-way) is extracted again in halves of the window.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import instructor
@@ -33,19 +31,17 @@ from instructor.core import IncompleteOutputException, InstructorRetryException
 from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
+from bub_semantic_memory.backends import open_backend
+from bub_semantic_memory.candidates import candidate_names
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import (
-    ConfigurationError,
     ExtractionError,
     OutputTruncatedError,
     TransportError,
     ValidationExhaustedError,
 )
 from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.local_models import is_local_spec
 from bub_semantic_memory.models import Entity, Relation, Snapshot, Usage
-from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
-from bub_semantic_memory.redact import Redactor
-from bub_semantic_memory.render import match_entities
 from bub_semantic_memory.schema import (
     Constraints,
     ExtractionResponse,
@@ -55,26 +51,23 @@ from bub_semantic_memory.schema import (
     build_entities_model,
     build_relations_model,
     build_response_model,
-    candidate_names,
     salvage,
     validation_scope,
 )
-from bub_semantic_memory.transcript import LineLimits, coerce_entries
+from bub_semantic_memory.transcript import coerce_entries
 from bub_semantic_memory.transport import (
     CallLedger,
     ChatBackend,
     EndpointFailure,
-    OpenAIBackend,
-    RetryPolicy,
     send_with_retries,
 )
 from bub_semantic_memory.window import Window, plan_windows
 
-__all__ = ["MODES", "Extractor"]
+__all__ = ["Extractor"]
 
 logger = logging.getLogger(__name__)
 
-MODES: dict[str, instructor.Mode] = {
+_INSTRUCTOR_MODES: dict[str, instructor.Mode] = {
     "tools": instructor.Mode.TOOLS,
     "json_schema": instructor.Mode.JSON_SCHEMA,
     "md_json": instructor.Mode.MD_JSON,
@@ -90,76 +83,26 @@ _PROMPT_OVERHEAD_TOKENS = 2000
 _KNOWN_ENTITY_TOKENS = 12
 
 
-def _resolve_mode(mode: str) -> str:
-    key = mode.strip().lower().replace("-", "_")
-    if key not in MODES:
-        raise ConfigurationError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
-    return key
-
-
 class Extractor:
     """Extract entities and relations from tape entries with one prompt version and one model.
 
     Args:
-        model: the model name at the endpoint, or ``local`` / ``local:/path/model.gguf``
-            for the in-process backend (needs the ``local`` extra).
-        base_url: OpenAI-compatible endpoint (``None``: OpenAI's).
-        api_key: the endpoint's key (never logged).
-        mode: ``tools`` (default), ``json_schema``, ``md_json`` or ``json``.
-        prompt: a prompt reference (``extract@2``) or a loaded :class:`PromptTemplate`.
-        prompts: where references are looked up (default: the bundled prompts).
-        retry: re-ask and transport bounds (default :class:`RetryPolicy`; one re-ask for ``local``).
-        chunk_tokens: estimated tokens of new transcript per call (default 3000; for a backend
-            with a known context size, what fits beside the prompt and the output).
-        overlap_lines / overlap_tokens: earlier context per call (already extracted).
-        max_known_entities: known entities listed in the prompt.
-        max_output_tokens: ``max_tokens`` of each request (default 2048; 1024 for ``local``).
-        redactor: secret redaction for everything rendered (default on).
-        backend: a ready :class:`ChatBackend` (overrides model/base_url routing).
-        http_client: an ``httpx.AsyncClient`` for the OpenAI backend (tests, proxies).
+        config: model, prompt and bounds (see :class:`~bub_semantic_memory.config.ExtractorConfig`).
+        backend: a ready :class:`ChatBackend` (tests, a local model shared by several
+            extractors); default: the one :func:`~bub_semantic_memory.backends.open_backend`
+            opens for ``config.model``.
     """
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        mode: str = "tools",
-        prompt: str | PromptTemplate = "extract",
-        prompts: PromptLibrary | None = None,
-        retry: RetryPolicy | None = None,
-        chunk_tokens: int | None = None,
-        overlap_lines: int = 4,
-        overlap_tokens: int = 250,
-        max_known_entities: int = 50,
-        max_output_tokens: int | None = None,
-        temperature: float = 0.0,
-        redactor: Redactor | None = None,
-        line_limits: LineLimits | None = None,
-        backend: ChatBackend | None = None,
-        http_client: Any = None,
-    ) -> None:
-        if not model:
-            raise ConfigurationError("no model given: pass --model (or set BUB_SEMANTIC_MEMORY_MODEL)")
-        self.model = model
-        self.mode = _resolve_mode(mode)
-        self.prompt = (
-            prompt if isinstance(prompt, PromptTemplate) else (prompts or PromptLibrary()).load(prompt)
-        )
-        local = is_local_spec(model)
-        # In-process calls are slow (seconds of CPU each) and a grammar already keeps them
-        # schema-valid: one re-ask, and a longer deadline.
-        self.retry = retry or (RetryPolicy(reasks=1, deadline_s=600.0) if local else RetryPolicy())
-        self.overlap_lines = overlap_lines
-        self.overlap_tokens = overlap_tokens
-        self.max_known_entities = max_known_entities
-        self.max_output_tokens = max_output_tokens or (1024 if local else 2048)
-        self.temperature = temperature
-        self.redactor = redactor if redactor is not None else Redactor()
-        self.line_limits = line_limits
-        self.backend = backend or self._make_backend(base_url, api_key, http_client)
-        self.chunk_tokens = chunk_tokens or self._fitting_chunk_tokens()
+    def __init__(self, config: ExtractorConfig, *, backend: ChatBackend | None = None) -> None:
+        self.config = config
+        self.model = config.model
+        self.mode = config.mode
+        self.prompt = config.load_prompt()
+        self.retry = config.retry_policy()
+        self.max_output_tokens = config.output_tokens()
+        self.redactor = config.redactor()
+        self.backend = backend or open_backend(config)
+        self.chunk_tokens = config.chunk_tokens or self._fitting_chunk_tokens()
 
     def _fitting_chunk_tokens(self) -> int:
         """New transcript per call: 3000 tokens, or less when the backend's context is smaller.
@@ -171,22 +114,10 @@ class Extractor:
         context = getattr(self.backend, "context_tokens", None)
         if not isinstance(context, int):
             return _DEFAULT_CHUNK_TOKENS
-        budget = context - self.max_output_tokens - _PROMPT_OVERHEAD_TOKENS - self.overlap_tokens
-        budget -= self.max_known_entities * _KNOWN_ENTITY_TOKENS
+        budget = context - self.max_output_tokens - _PROMPT_OVERHEAD_TOKENS - self.config.overlap_tokens
+        budget -= self.config.max_known_entities * _KNOWN_ENTITY_TOKENS
         # Small models extract better (and a CPU answers sooner) from short windows.
         return max(_MIN_CHUNK_TOKENS, min(_LOCAL_CHUNK_TOKENS, budget))
-
-    def _make_backend(self, base_url: str | None, api_key: str | None, http_client: Any) -> ChatBackend:
-        if is_local_spec(self.model):
-            from bub_semantic_memory.local import LocalBackend
-
-            return LocalBackend.from_model_spec(self.model)
-        return OpenAIBackend(
-            base_url=base_url,
-            api_key=api_key,
-            timeout_s=self.retry.request_timeout_s,
-            http_client=http_client,
-        )
 
     async def aclose(self) -> None:
         """Release the backend's connections (or model)."""
@@ -230,16 +161,16 @@ class Extractor:
             tape_entries,
             watermark=memory.watermark if memory is not None else 0,
             chunk_tokens=self.chunk_tokens,
-            overlap_lines=self.overlap_lines,
-            overlap_tokens=self.overlap_tokens,
-            limits=self.line_limits,
+            overlap_lines=self.config.overlap_lines,
+            overlap_tokens=self.config.overlap_tokens,
+            limits=self.config.line_limits,
             redact=self.redactor,
         )
         learned: dict[str, KnownEntity] = {}
         for window in plan.windows:
             async for snapshot in self._extract_splitting(window, tape=tape, memory=memory, learned=learned):
                 for entity in snapshot.entities:
-                    learned[entity.key] = KnownEntity(entity.key, entity.name, entity.type, entity.aliases)
+                    learned[entity.key] = KnownEntity.of(entity)
                 yield snapshot
 
     async def _extract_splitting(
@@ -336,20 +267,16 @@ class Extractor:
             picked.setdefault(key, known)
         if memory is not None and len(memory):
             text = "\n".join([window.context.text(), window.lines.text()])
-            for key in [*match_entities(memory, text), *memory.ranked_keys()]:
-                if len(picked) >= self.max_known_entities:
+            for key in [*memory.named_in(text), *memory.ranked_keys()]:
+                if len(picked) >= self.config.max_known_entities:
                     break
                 entity = memory.entity(key)
                 if entity is not None and entity.key not in picked:
-                    picked[entity.key] = KnownEntity(entity.key, entity.name, entity.type, entity.aliases)
-        return list(picked.values())[: self.max_known_entities]
+                    picked[entity.key] = KnownEntity.of(entity)
+        return list(picked.values())[: self.config.max_known_entities]
 
     def _scope(self, window: Window, known: dict[str, KnownEntity]) -> ValidationScope:
-        text = "\n".join(t for t in (window.context.text(), window.lines.text()) if t)
-        turn_ids = frozenset([*window.context.entry_ids, *window.lines.entry_ids])
-        return ValidationScope(
-            ontology=self.prompt.ontology, window_text=text, turn_ids=turn_ids, known=known
-        )
+        return ValidationScope(ontology=self.prompt.ontology, lines=window.all_lines(), known=known)
 
     def _messages(self, window: Window, listed: Sequence[KnownEntity], **extra: Any) -> list[dict[str, str]]:
         return self.prompt.render(
@@ -385,7 +312,7 @@ class Extractor:
         turns = tuple(sorted({*window.context.entry_ids, *window.lines.entry_ids}))
         if not self.prompt.candidates:
             return Constraints(turns=turns)
-        spans = candidate_names("\n".join([window.context.text(), window.lines.text()]))
+        spans = candidate_names(window.all_lines())
         if spans is None:
             return Constraints(turns=turns)
         return Constraints(turns=turns, names=tuple(dict.fromkeys([*spans, *(k.name for k in listed)])))
@@ -400,7 +327,7 @@ class Extractor:
         )
         found = await self._ask(model, messages, self._scope(window, known), ledger)
         entities, _ = found.resolved()
-        candidates = {e.key: KnownEntity(e.key, e.name, e.type, e.aliases) for e in entities}
+        candidates = {e.key: KnownEntity.of(e) for e in entities}
         endpoints = {k.name: k.type for k in listed if k.key not in candidates}
         endpoints.update({e.name: e.type for e in entities})
         relations_model = (
@@ -425,7 +352,7 @@ class Extractor:
         async def send(**kwargs: Any) -> ChatCompletion:
             return await send_with_retries(ledger, lambda: self.backend.create(**kwargs))
 
-        create: Any = instructor.patch(create=send, mode=MODES[self.mode])
+        create: Any = instructor.patch(create=send, mode=_INSTRUCTOR_MODES[self.mode])
         attempts_before = ledger.usage.attempts
         try:
             with validation_scope(scope):  # not context=: Instructor would template the messages
@@ -434,7 +361,7 @@ class Extractor:
                     messages=list(messages),
                     max_retries=self.retry.reasks,
                     model=self.model,
-                    temperature=self.temperature,
+                    temperature=self.config.temperature,
                     max_tokens=self.max_output_tokens,
                 )
         except Exception as exc:
@@ -529,30 +456,6 @@ def _known_entities(memory: MemoryGraph | None, learned: Mapping[str, KnownEntit
     known: dict[str, KnownEntity] = {}
     if memory is not None:
         for entity in memory.entities():
-            known[entity.key] = KnownEntity(entity.key, entity.name, entity.type, entity.aliases)
+            known[entity.key] = KnownEntity.of(entity)
     known.update(learned)
     return known
-
-
-def extract_file(
-    path: Path,
-    *,
-    model: str,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    mode: str = "tools",
-    prompt: str = "extract",
-    tape: str | None = None,
-) -> list[Snapshot]:
-    """Synchronous convenience for scripts: extract a whole tape file from the start."""
-    from bub_semantic_memory.transcript import read_tape_file
-
-    entries, _ = read_tape_file(path)
-
-    async def run() -> list[Snapshot]:
-        async with Extractor(
-            model=model, base_url=base_url, api_key=api_key, mode=mode, prompt=prompt
-        ) as extractor:
-            return await extractor.extract(entries, tape=tape or path.stem)
-
-    return asyncio.run(run())

@@ -17,12 +17,17 @@ Folding rules:
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bub_semantic_memory.models import Entity, Relation, RelationKey, Snapshot, gc_paused, normalize_name
+from bub_semantic_memory._gc import gc_paused
+from bub_semantic_memory.models import Entity, Relation, RelationKey, Snapshot, normalize_name
 from bub_semantic_memory.ontology import Ontology
+
+_MAX_NGRAM_WORDS = 5
+_CJK_MIN, _CJK_MAX = 2, 8
+_MAX_WORD_HOLDERS = 5  # a word shared by more entities than this ("project") is not a useful match
 
 __all__ = ["EntityView", "MemoryGraph", "RelationView"]
 
@@ -170,9 +175,6 @@ class MemoryGraph:
         """
         return self._coverage[0][1] if self._coverage else 0
 
-    def has_snapshot(self, snapshot_id: str) -> bool:
-        return snapshot_id in self._snapshot_ids
-
     def resolve(self, key: str) -> str:
         """The canonical key for ``key`` (itself unless it was merged into another entity)."""
         if key not in self._redirects:  # the common case, on every fold step: no set to build
@@ -205,10 +207,6 @@ class MemoryGraph:
         edges = (self._edges[k] for k in sorted(self._edges))
         return [e.freeze() for e in edges if not current_only or e.valid_until is None]
 
-    def relations_of(self, key: str) -> list[Relation]:
-        """Relations touching ``key`` (either end)."""
-        return [self._edges[k].freeze() for k in sorted(self._adjacency.get(self.resolve(key), ()))]
-
     def neighbours(self, key: str) -> list[str]:
         """Keys one relation away from ``key``."""
         key = self.resolve(key)
@@ -217,9 +215,6 @@ class MemoryGraph:
             source, _, target = rel_key
             found[target if source == key else source] = None
         return list(found)
-
-    def degree(self, key: str) -> int:
-        return len(self._adjacency.get(self.resolve(key), ()))
 
     def last_seen(self, key: str) -> int:
         node = self._nodes.get(self.resolve(key))
@@ -243,11 +238,32 @@ class MemoryGraph:
             return []
         return list(self._by_word.get(word, ()))
 
-    def name_index(self) -> Iterator[tuple[str, str]]:
-        """(normalised name or alias, key) pairs, for matching text against the memory."""
-        for folded, keys in self._by_name.items():
-            for key in keys:
-                yield folded, key
+    def named_in(self, text: str) -> list[str]:
+        """Keys of entities named in ``text``: full names and aliases first (word n-grams), then
+        single words of longer names ("Maya" for "Maya Lin"), then CJK substrings."""
+        words = normalize_name(text).split()
+        found: dict[str, None] = {}
+        for start in range(len(words)):
+            for length in range(1, _MAX_NGRAM_WORDS + 1):
+                if start + length > len(words):
+                    break
+                for key in self.lookup_normalized(" ".join(words[start : start + length])):
+                    found.setdefault(self.resolve(key), None)
+        for word in words:
+            if len(word) < 3 or not word.isascii():
+                continue
+            holders = self.lookup_word(word)
+            if len(holders) <= _MAX_WORD_HOLDERS:
+                for key in holders:
+                    found.setdefault(self.resolve(key), None)
+        for word in words:
+            if word.isascii():
+                continue
+            for size in range(_CJK_MIN, min(_CJK_MAX, len(word)) + 1):
+                for start in range(len(word) - size + 1):
+                    for key in self.lookup_normalized(word[start : start + size]):
+                        found.setdefault(self.resolve(key), None)
+        return list(found)
 
     def ranked_keys(self) -> list[str]:
         """Entity keys, most recently mentioned first, then by degree; cached until the graph changes."""

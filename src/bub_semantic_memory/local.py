@@ -37,7 +37,7 @@ from typing import Any, cast
 from openai.types.chat import ChatCompletion
 
 from bub_semantic_memory.errors import ConfigurationError
-from bub_semantic_memory.local_models import INSTALL_HINT, resolve_local_spec
+from bub_semantic_memory.local_models import INSTALL_HINT
 
 __all__ = ["INSTALL_HINT", "LocalBackend"]
 
@@ -141,23 +141,13 @@ class LocalBackend:
         self._llm: Any = None
         self._lock = asyncio.Lock()
 
-    @classmethod
-    def from_model_spec(cls, spec: str, *, models_dir: Path | None = None) -> LocalBackend:
-        """The backend for a ``local`` spec (see :mod:`.local_models`); the model loads on first use.
-
-        Raises:
-            ConfigurationError: the ``local`` extra is missing, or the spec names no usable file.
-        """
+    @staticmethod
+    def check_installed() -> None:
+        """Raise :class:`ConfigurationError` when llama-cpp-python (the ``local`` extra) is missing."""
         try:
             import llama_cpp  # noqa: F401
         except ImportError as exc:
             raise ConfigurationError(INSTALL_HINT) from exc
-        if models_dir is None:
-            import bub
-
-            models_dir = Path(bub.home) / "models"
-        resolved = resolve_local_spec(spec, models_dir=models_dir)
-        return cls(resolved.path, chat_format=resolved.chat_format, context_tokens=resolved.context_tokens)
 
     def _load(self) -> Any:
         llama_cpp = _llama_cpp()

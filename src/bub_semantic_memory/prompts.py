@@ -44,6 +44,7 @@ __all__ = [
     "PromptTemplate",
     "bundled_prompts_dir",
     "parse_prompt_ref",
+    "writable_prompts_dir",
 ]
 
 MANIFEST_FILE = "manifest.json"
@@ -67,6 +68,43 @@ def bundled_prompts_dir() -> Path:
     if checkout.is_dir():
         return checkout
     raise ConfigurationError("no prompt directory found: the package was installed without its prompts")
+
+
+def _installed_package_dir() -> Path:
+    return Path(str(resources.files("bub_semantic_memory"))).resolve()
+
+
+def writable_prompts_dir(root: Path | None) -> Path:
+    """Where a command that writes prompt files (new, release, promote) writes.
+
+    ``root`` when given, unless it lies inside the installed package: files there
+    belong to the package manager and vanish on the next upgrade. Without ``root``:
+    the repository's ``prompts/`` in a source checkout, else ``<bub home>/prompts``,
+    seeded with a copy of the bundled prompts on first use (point the plugin at it
+    with ``BUB_SEMANTIC_MEMORY_PROMPTS_DIR``).
+
+    Raises:
+        ConfigurationError: ``root`` is inside the installed package.
+    """
+    package = _installed_package_dir()
+    if root is not None:
+        if root.resolve().is_relative_to(package):
+            raise ConfigurationError(
+                f"refusing to write prompt files inside the installed package ({root}); "
+                "pass --prompts-dir DIR (or set BUB_SEMANTIC_MEMORY_PROMPTS_DIR) to a directory of your own"
+            )
+        return root
+    bundled = bundled_prompts_dir()
+    if not bundled.resolve().is_relative_to(package):
+        return bundled  # a source checkout: the repository's prompts/
+    import shutil
+
+    import bub
+
+    user = Path(bub.home) / "prompts"
+    if not user.exists():
+        shutil.copytree(bundled, user)
+    return user
 
 
 def parse_prompt_ref(ref: str) -> tuple[str, str]:

@@ -31,9 +31,10 @@ import pydantic_core
 from bub.store import AsyncTapeStore, TapeQuery, TapeStore, is_async_tape_store
 from pydantic import BaseModel, ValidationError
 
+from bub_semantic_memory._gc import gc_paused
 from bub_semantic_memory.checkpoint import CHECKPOINT_ANCHOR
 from bub_semantic_memory.errors import StoreError
-from bub_semantic_memory.models import Snapshot, gc_paused
+from bub_semantic_memory.models import Snapshot
 from bub_semantic_memory.transcript import Entry, ReadIssue, ReadReport, coerce_entries, parse_tape_lines
 
 __all__ = ["SNAPSHOT_EVENT", "SidecarReader", "Tail", "sidecar_reader", "snapshot_from_entry"]

@@ -22,8 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, cast, get_args
@@ -43,6 +42,7 @@ from pydantic import (
 from bub_semantic_memory.mentions import fold_text, is_mentioned
 from bub_semantic_memory.models import Entity, Relation, entity_key, normalize_name, sorted_evidence
 from bub_semantic_memory.ontology import Ontology
+from bub_semantic_memory.transcript import TranscriptLine
 
 __all__ = [
     "Constraints",
@@ -53,13 +53,9 @@ __all__ = [
     "build_entities_model",
     "build_relations_model",
     "build_response_model",
-    "candidate_names",
     "salvage",
 ]
 
-# The "[12] user (Priya):" / "assistant called" / "tool:" prefixes that the transcript renderer
-# adds are not conversation: "user" or "assistant" must not ground an entity. A named sender is.
-_SPEAKER = re.compile(r"^\[\d+\] (?:user(?: \((?P<sender>[^)]*)\))?|assistant|tool)(?::| called)?")
 # Bounds on every list and string: a remote model that exceeds them is re-asked, and a
 # grammar-constrained local model cannot exceed them at all, which stops a small model
 # from rambling until its token limit.
@@ -82,29 +78,36 @@ class KnownEntity:
     type: str
     aliases: tuple[str, ...] = ()
 
+    @classmethod
+    def of(cls, entity: Entity) -> KnownEntity:
+        return cls(entity.key, entity.name, entity.type, entity.aliases)
+
 
 @dataclass
 class ValidationScope:
     """Everything the validators need to know about one extraction call.
 
     Attributes:
-        window_text: the transcript lines (overlap included) the model saw.
-        turn_ids: entry ids that appear in the window.
+        ontology: the types the response may use.
+        lines: the transcript lines (overlap included) the model saw; names are grounded
+            in each line's :attr:`~bub_semantic_memory.transcript.TranscriptLine.speech`
+            (a named sender counts, the renderer's ``user:`` prefixes do not).
         known: entities of the tape's memory, by key.
     """
 
     ontology: Ontology
-    window_text: str
-    turn_ids: frozenset[int]
+    lines: Sequence[TranscriptLine]
     known: dict[str, KnownEntity] = field(default_factory=dict)
+    turn_ids: frozenset[int] = field(init=False)
     _folded_text: str = field(init=False, repr=False)
     _known_names: dict[tuple[str, str], str] = field(init=False, repr=False)
     _known_any: dict[str, str] = field(init=False, repr=False)
-    _lines: list[tuple[int, str]] = field(init=False, repr=False)
+    _folded_lines: list[tuple[int, str]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        spoken = "\n".join(_SPEAKER.sub(r"\g<sender>", line) for line in self.window_text.splitlines())
-        self._folded_text = fold_text(spoken)
+        self.turn_ids = frozenset(line.entry_id for line in self.lines)
+        self._folded_lines = [(line.entry_id, fold_text(line.speech)) for line in self.lines]
+        self._folded_text = " ".join(folded for _, folded in self._folded_lines)
         self._known_names = {}
         self._known_any = {}
         for entity in self.known.values():
@@ -112,12 +115,6 @@ class ValidationScope:
                 folded = normalize_name(name)
                 self._known_names.setdefault((entity.type, folded), entity.key)
                 self._known_any.setdefault(folded, entity.key)
-        self._lines = []
-        for line in self.window_text.splitlines():
-            if line.startswith("[") and "]" in line:
-                head = line[1 : line.index("]")]
-                if head.isdigit():
-                    self._lines.append((int(head), fold_text(_SPEAKER.sub(r"\g<sender>", line))))
 
     def occurs(self, name: str) -> bool:
         """Whether ``name`` occurs in the window (see :mod:`~bub_semantic_memory.mentions`)."""
@@ -125,7 +122,7 @@ class ValidationScope:
 
     def mentions(self, names: list[str]) -> list[int]:
         """Turn numbers whose line mentions one of ``names``."""
-        return [turn for turn, text in self._lines if any(is_mentioned(n, text) for n in names)]
+        return [turn for turn, text in self._folded_lines if any(is_mentioned(n, text) for n in names)]
 
     def known_key_for(self, entity_type: str, names: list[str]) -> str | None:
         """The key of a known entity of this type named by one of ``names``, if any."""
@@ -594,60 +591,3 @@ def build_relations_model(
             relations=(_list_of(item), Field(max_length=min(MAX_RELATIONS, 3 * len(endpoints)))),
         ),
     )
-
-
-_CAPITALISED = re.compile(
-    r"(?<![\w@])[A-Z](?:[\w'’&.-]*\w)?(?:\s+(?:(?:of|the|de|da|van|von|del|di)\s+)?[A-Z0-9](?:[\w'’&.-]*\w)?){0,3}"
-)
-_UNCASED_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-_CONTRACTION = re.compile(r"['’](?:s|re|ll|d|ve|m|t)$", re.IGNORECASE)
-_NOT_NAMES = frozenset(
-    """i i'm i'll i've hi hello hey thanks thank yes no ok okay sure please can could would should will
-    what when where who whom why how which the a an and but or so also then there here this that these those
-    it its my our your his her their we you they he she me us them let lets great good nice got noted done
-    actually anyway btw fyi monday tuesday wednesday thursday friday saturday sunday today tomorrow
-    yesterday january february march april may june july august september october november december
-    redacted user assistant tool we're you're they're it's that's there's i'd we'll you'll don't
-    didn't if is are do does did just maybe now not all any anything nothing for to in on at by with from as
-    after before since until again still only very really""".split()  # noqa: SIM905
-)
-
-
-def candidate_names(text: str, *, limit: int = 120) -> list[str] | None:
-    """Capitalised spans of ``text`` that could be names ("Maya Lin", "Project Apollo", "Globex").
-
-    Used by prompt versions with ``candidates: true`` to constrain entity names to
-    what the transcript contains. A one-word span that only ever starts a sentence
-    ("Update", "Right") is dropped; contractions ("He's") are never names. Scripts
-    without capitals (Chinese) yield None: the name is then free text.
-    """
-    if _UNCASED_SCRIPT.search(text):
-        return None  # capitals mean nothing in Chinese or Japanese: leave names free
-    found: dict[str, None] = {}
-    mid_sentence: set[str] = set()
-    for line in text.splitlines():
-        speaker = _SPEAKER.match(line)
-        if speaker and speaker.group("sender"):
-            mid_sentence.add(speaker.group("sender"))  # a named sender is a name wherever it stands
-        body = _SPEAKER.sub(r"\g<sender>:", line)
-        for match in _CAPITALISED.finditer(body):
-            before = body[: match.start()].rstrip()
-            initial = not before or before[-1] in '.!?:;"(' or before.endswith("⏎")
-            words = match.group(0).split()
-            while words and (_CONTRACTION.search(words[0]) or words[0].casefold().strip("'’.") in _NOT_NAMES):
-                words, initial = words[1:], False  # "I'm Maya": Maya does not start the sentence
-            words = [w for w in words if not _CONTRACTION.search(w)]
-            while words and words[-1].casefold() in ("of", "the"):
-                words = words[:-1]
-            for size in range(len(words), 0, -1):
-                span = " ".join(words[:size])
-                if (
-                    not any(ch.isalpha() for ch in span)
-                    or span.casefold() in _NOT_NAMES
-                    or len(span) > MAX_NAME
-                ):
-                    continue
-                found.setdefault(span, None)
-                if not initial or size > 1:
-                    mid_sentence.add(span)
-    return [span for span in found if span in mid_sentence][:limit]

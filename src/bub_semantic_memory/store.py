@@ -39,6 +39,7 @@ from bub.store import (
 )
 from bub.tape import TapeEntry
 
+from bub_semantic_memory._gc import gc_paused
 from bub_semantic_memory.checkpoint import (
     CHECKPOINT_ANCHOR,
     CheckpointError,
@@ -47,7 +48,7 @@ from bub_semantic_memory.checkpoint import (
 )
 from bub_semantic_memory.errors import StoreError, TapeNameError
 from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Snapshot, gc_paused
+from bub_semantic_memory.models import Snapshot
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.readers import SNAPSHOT_EVENT, sidecar_reader
 from bub_semantic_memory.transcript import Entry, ReadIssue, ReadReport, coerce_entries

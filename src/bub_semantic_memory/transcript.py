@@ -227,10 +227,34 @@ class LineLimits:
 
 @dataclass(frozen=True)
 class TranscriptLine:
-    """One rendered entry: ``[<entry_id>] <speaker>: <text>``."""
+    """One rendered entry: ``[<entry_id>] <speaker>: <text>``, and its parts.
+
+    Attributes:
+        entry_id: the tape entry the line renders.
+        text: the whole line, as sent to the model.
+        sender: the named sender of a user message (bub's ``sender_id``), if any.
+        body: what the entry says, without the ``[n] user:`` / ``assistant called`` /
+            ``tool:`` prefix the renderer adds (those words are not conversation, so
+            they must not ground an entity); ``None``: the whole ``text``.
+    """
 
     entry_id: int
     text: str
+    sender: str | None = None
+    body: str | None = None
+
+    @property
+    def speech(self) -> str:
+        """The sender's name (when named) and the body: the words a name can be grounded in."""
+        body = self.text if self.body is None else self.body
+        return f"{self.sender} {body}" if self.sender else body
+
+    def shortened(self, characters: int) -> TranscriptLine:
+        """The line's head (``characters`` of it) marked as cut."""
+        body = (
+            None if self.body is None else self.body[: max(0, characters - len(self.text) + len(self.body))]
+        )
+        return TranscriptLine(self.entry_id, self.text[:characters] + " …", self.sender, body)
 
 
 @dataclass(frozen=True)
@@ -288,21 +312,35 @@ def render_transcript(
     lines: list[TranscriptLine] = []
     pending_calls: list[str] = []
     for entry in entries:
-        text: str | None = None
+        rendered: _Rendered | None = None
         match entry.kind:
             case "message":
-                text = _render_message(entry, limits, report, clean)
+                rendered = _render_message(entry, limits, report, clean)
             case "tool_call":
-                text, pending_calls = _render_tool_call(entry, limits, report, clean)
+                rendered, pending_calls = _render_tool_call(entry, limits, report, clean)
             case "tool_result":
-                text = _render_tool_result(entry, pending_calls, limits, report, clean)
+                rendered = _render_tool_result(entry, pending_calls, limits, report, clean)
                 pending_calls = []
             case "anchor":
-                text = _render_anchor(entry, limits, report, clean)
-        if not text:
-            continue
-        lines.append(TranscriptLine(entry_id=entry.id, text=clean(f"[{entry.id}] {text}")))
+                rendered = _render_anchor(entry, limits, report, clean)
+        if rendered is not None:
+            lines.append(rendered.line(entry.id, clean))
     return Transcript(lines=tuple(lines))
+
+
+@dataclass(frozen=True)
+class _Rendered:
+    """An entry's line in parts: the renderer's prefix (with its separator) and the body."""
+
+    prefix: str
+    body: str
+    sender: str | None = None
+
+    def line(self, entry_id: int, clean: Callable[[str], str]) -> TranscriptLine:
+        head = f"[{entry_id}] {self.prefix}"
+        text = clean(head + self.body)
+        body = text[len(head) :] if text.startswith(head) else clean(self.body)
+        return TranscriptLine(entry_id=entry_id, text=text, sender=self.sender, body=body)
 
 
 def _cleaner(redact: Callable[[str], str] | None) -> Callable[[str], str]:
@@ -338,19 +376,22 @@ def _content_text(content: object) -> str:
 
 def _render_message(
     entry: Entry, limits: LineLimits, report: ReadReport, clean: Callable[[str], str]
-) -> str | None:
+) -> _Rendered | None:
     role = entry.payload.get("role")
     text = _content_text(entry.payload.get("content")).strip()
+    named: str | None = None
     if role == "user":
         text, sender = strip_bub_header(text)
-        speaker = "user" if sender is None or sender.lower() in _DEFAULT_SENDERS else f"user ({sender})"
+        named = None if sender is None or sender.lower() in _DEFAULT_SENDERS else sender
+        speaker = f"user ({named})" if named else "user"
     elif role == "assistant":
         speaker = "assistant"
     else:
         return None
     if not text:
         return None
-    return f"{speaker}: {_truncate(clean(_one_line(text)), limits.message, entry.id, 'message', report)}"
+    body = _truncate(clean(_one_line(text)), limits.message, entry.id, "message", report)
+    return _Rendered(f"{speaker}: ", body, named)
 
 
 def _one_line(text: str) -> str:
@@ -360,7 +401,7 @@ def _one_line(text: str) -> str:
 
 def _render_tool_call(
     entry: Entry, limits: LineLimits, report: ReadReport, clean: Callable[[str], str]
-) -> tuple[str | None, list[str]]:
+) -> tuple[_Rendered | None, list[str]]:
     calls = entry.payload.get("calls")
     rendered: list[str] = []
     names: list[str] = []
@@ -377,8 +418,10 @@ def _render_tool_call(
     content = _content_text(entry.payload.get("content")).strip()
     if not rendered and not content:
         return None, names
-    prefix = f"assistant: {_one_line(content)} ⏎ " if content else "assistant "
-    return f"{prefix}called {'; '.join(rendered)}", names
+    calls_text = "; ".join(rendered)
+    if content:
+        return _Rendered("assistant: ", f"{_one_line(content)} ⏎ called {calls_text}"), names
+    return _Rendered("assistant called ", calls_text), names
 
 
 def _render_tool_result(
@@ -387,7 +430,7 @@ def _render_tool_result(
     limits: LineLimits,
     report: ReadReport,
     clean: Callable[[str], str],
-) -> str | None:
+) -> _Rendered | None:
     results = entry.payload.get("results")
     if not isinstance(results, list) or not results:
         return None
@@ -397,12 +440,12 @@ def _render_tool_result(
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
         text = _truncate(clean(_one_line(text)), limits.tool_result, entry.id, "tool result", report)
         parts.append(f"{name} returned: {text}")
-    return "tool: " + " ⏎ ".join(parts)
+    return _Rendered("tool: ", " ⏎ ".join(parts))
 
 
 def _render_anchor(
     entry: Entry, limits: LineLimits, report: ReadReport, clean: Callable[[str], str]
-) -> str | None:
+) -> _Rendered | None:
     name = entry.payload.get("name")
     state = entry.payload.get("state")
     if not isinstance(name, str) or not name:
@@ -418,4 +461,4 @@ def _render_anchor(
             "anchor state",
             report,
         )
-    return f"anchor {name}{summary}"
+    return _Rendered("", f"anchor {name}{summary}")

@@ -45,10 +45,7 @@ __all__ = [
     "ChatBackend",
     "EndpointFailure",
     "OpenAIBackend",
-    "RequestBudgetExceeded",
     "RetryPolicy",
-    "is_transient",
-    "retry_after_seconds",
     "send_with_retries",
 ]
 
@@ -170,8 +167,8 @@ class EndpointFailure(Exception):
         self.transient = transient
 
 
-class RequestBudgetExceeded(EndpointFailure):
-    """Internal: the call reached :attr:`RetryPolicy.max_requests` or its deadline."""
+class _RequestBudgetExceeded(EndpointFailure):
+    """The call reached :attr:`RetryPolicy.max_requests` or its deadline."""
 
 
 class _EmptyChoices(Exception):
@@ -182,7 +179,7 @@ class _NotACompletion(Exception):
     """A 200 response whose body is not a chat completion (an HTML page from a proxy): transient."""
 
 
-def is_transient(exc: BaseException) -> bool:
+def _is_transient(exc: BaseException) -> bool:
     """Whether a retry can fix ``exc``: 429, 408/409/5xx, timeouts, connection and body faults."""
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _TRANSIENT_STATUS
@@ -193,7 +190,7 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, json.JSONDecodeError | UnicodeDecodeError)
 
 
-def retry_after_seconds(exc: BaseException | None) -> float | None:
+def _retry_after_seconds(exc: BaseException | None) -> float | None:
     """Seconds from a ``Retry-After`` (or ``retry-after-ms``) header on an HTTP error, if any."""
     response = getattr(exc, "response", None)
     headers = getattr(response, "headers", None)
@@ -254,7 +251,7 @@ async def send_with_retries(
 
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
-        hinted = retry_after_seconds(exc)
+        hinted = _retry_after_seconds(exc)
         if hinted is not None:
             # A server asking for longer than we may wait ends the call now, not later.
             return hinted if hinted <= policy.retry_after_max_s else ledger.remaining_s() + 1
@@ -264,18 +261,18 @@ async def send_with_retries(
         stop=stop_after_attempt(policy.transport_attempts)
         | stop_before_delay(max(0.0, ledger.remaining_s())),
         wait=wait,
-        retry=retry_if_exception(is_transient),
+        retry=retry_if_exception(_is_transient),
         reraise=True,
     )
     try:
         async for attempt in retrying:
             with attempt:
                 if ledger.usage.requests >= policy.max_requests:
-                    raise RequestBudgetExceeded(
+                    raise _RequestBudgetExceeded(
                         f"request cap reached ({policy.max_requests} requests)", transient=False
                     )
                 if ledger.remaining_s() <= 0:
-                    raise RequestBudgetExceeded(
+                    raise _RequestBudgetExceeded(
                         f"deadline of {policy.deadline_s:g}s reached", transient=False
                     )
                 ledger.usage.requests += 1
@@ -292,7 +289,7 @@ async def send_with_retries(
         raise
     except Exception as exc:
         ledger.last_error = _describe(exc)
-        transient = is_transient(exc)
+        transient = _is_transient(exc)
         reason = _describe(exc)
         if transient:
             reason = f"{reason} (gave up after {ledger.usage.requests} requests)"

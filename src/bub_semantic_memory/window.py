@@ -45,6 +45,10 @@ class Window:
     def tokens(self) -> int:
         return estimate_tokens(self.lines.text())
 
+    def all_lines(self) -> tuple[TranscriptLine, ...]:
+        """Context then new lines: everything the model is shown of the transcript."""
+        return (*self.context.lines, *self.lines.lines)
+
     def split(self) -> tuple[Window, Window] | None:
         """Halve the window (for output that hit the token limit); None if it has one line."""
         if len(self.lines.lines) < 2:
@@ -81,7 +85,7 @@ def _overlap(lines: Sequence[TranscriptLine], max_lines: int, max_tokens: int) -
         if cost > budget:
             if not picked:
                 # One long line: keep its head so the overlap stays a fixed cost.
-                picked.append(TranscriptLine(line.entry_id, line.text[: max(0, budget) * 4] + " …"))
+                picked.append(line.shortened(max(0, budget) * 4))
             break
         picked.append(line)
         budget -= cost

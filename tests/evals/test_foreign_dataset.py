@@ -22,6 +22,7 @@ from bub_semantic_memory.evals.importer import import_conversations
 from bub_semantic_memory.evals.labels import (
     LabelMap,
     check_label_space,
+    load_dataset_ontology,
     load_label_map,
     ontology_sha256,
     scoring_config,
@@ -46,7 +47,7 @@ CLEAN_GOLD = {
 @pytest.fixture
 def imported(tmp_path: Path) -> Path:
     out = tmp_path / "fixtures"
-    import_conversations(foreign_dataset.write_source(tmp_path / "dialogues.jsonl"), out)
+    import_conversations(foreign_dataset.write_source(tmp_path / "dialogues.jsonl"), out, ontology=ONTOLOGY)
     return out
 
 
@@ -70,7 +71,7 @@ def test_an_empty_turn_skips_its_conversation_and_the_rest_is_written(tmp_path: 
     long_tape = [e for e in fixtures[0].entries() if e.kind == "message"]
     assert len(long_tape) == 600
     with pytest.raises(FixtureError, match="dlg-empty-turn"):
-        import_conversations(source, tmp_path / "strict", strict=True)
+        import_conversations(source, tmp_path / "strict", ontology=ONTOLOGY, strict=True)
     assert not (tmp_path / "strict").exists()
 
 
@@ -296,7 +297,7 @@ def test_a_dataset_ontology_replaces_the_prompts_and_is_recorded(tmp_path: Path)
     }
     row["gold"] = facts
     source.write_text(json.dumps(row) + "\n", encoding="utf-8")
-    import_conversations(source, fixtures)
+    import_conversations(source, fixtures, ontology=load_dataset_ontology(fixtures) or ONTOLOGY)
     out, cache = tmp_path / "out", tmp_path / "cache"
     with FakeOpenAIServer(responder=OracleResponder.from_golds([facts])) as server:
         args = ["eval", "run", "--fixtures", str(fixtures), "--prompt", "extract@1", "--model", "oracle"]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -7,9 +8,16 @@ from typing import Any
 import pytest
 
 from bub_semantic_memory.errors import FixtureError
-from bub_semantic_memory.evals import Gold, import_conversations, load_fixtures
+from bub_semantic_memory.evals import Gold, load_fixtures
+from bub_semantic_memory.evals import import_conversations as _import_conversations
+from bub_semantic_memory.prompts import PromptLibrary
 from bub_semantic_memory.transcript import read_tape_file, render_transcript
 from tests.conftest import REPO
+
+# The gold here uses the promoted prompt's types; the importer checks against what it is given.
+import_conversations = functools.partial(
+    _import_conversations, ontology=PromptLibrary().load("extract").ontology
+)
 
 SOURCES = REPO / "evals" / "sources"
 FIXTURES = REPO / "evals" / "fixtures"

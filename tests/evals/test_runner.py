@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import GateError
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.gate import check_gate, promote
@@ -31,12 +32,13 @@ QUICK = load_fixtures(FIXTURES, tags=["quick"])
 
 
 def options(server: FakeOpenAIServer, tmp_path: Path, **overrides: object) -> RunOptions:
+    config = ExtractorConfig(model="oracle", base_url=server.base_url, api_key="k", retry=FAST)
+    extractor_fields = {
+        k: overrides.pop(k) for k in list(overrides) if k in ExtractorConfig.__dataclass_fields__
+    }
     fields: dict[str, object] = {
-        "model": "oracle",
-        "base_url": server.base_url,
-        "api_key": "k",
+        "extractor": config.replace(**extractor_fields),
         "cache_dir": tmp_path / "cache",
-        "retry": FAST,
         "progress": False,
         "concurrency": 4,
     }

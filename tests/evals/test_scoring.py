@@ -18,6 +18,7 @@ from bub_semantic_memory.evals import (
 )
 from bub_semantic_memory.evals.scoring import _min_cost_matching
 from bub_semantic_memory.ontology import Ontology, RelationType
+from bub_semantic_memory.prompts import PromptLibrary
 from tests.conftest import REPO
 
 
@@ -127,11 +128,12 @@ def test_symmetric_relations_match_reversed_and_others_do_not() -> None:
     reversed_prediction = Prediction(
         fixture="x", entities=people, relations=[rel("Ben", "knows", "Ana"), rel("Apollo", "works_on", "Ana")]
     )
-    score = score_fixture(gold, reversed_prediction)  # default: the extract@1 ontology's symmetric types
+    ontology = PromptLibrary().load("extract").ontology
+    score = score_fixture(gold, reversed_prediction, ScoringConfig.from_ontology(ontology))
     assert score.relations.tp == 1
     assert score.missed_relations == ["Ana -works_on-> Apollo"]
     assert score.spurious_relations == ["Apollo -works_on-> Ana"]
-    no_symmetry = score_fixture(gold, reversed_prediction, ScoringConfig(symmetric_relations=frozenset()))
+    no_symmetry = score_fixture(gold, reversed_prediction)  # the default assumes no ontology
     assert no_symmetry.relations.tp == 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ from bub.framework import BubFramework
 from bub.hooks import hookimpl
 from bub.hooks.interception import LlmCallDecision, LlmCallRequest
 
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.plugin import SemanticMemoryPlugin
 
 
@@ -26,14 +28,16 @@ class StubModel:
 
 
 def make_framework(
-    config_file: Path, workspace: Path
+    config_file: Path,
+    workspace: Path,
+    tune_extractor: Callable[[ExtractorConfig], ExtractorConfig] | None = None,
 ) -> tuple[BubFramework, SemanticMemoryPlugin, StubModel]:
     """bub with its builtin hooks, the plugin and the stub model, in ``workspace`` (created)."""
     framework = BubFramework(config_file=config_file)
     framework.workspace = workspace.resolve()
     framework.workspace.mkdir(parents=True, exist_ok=True)
     framework.load_builtin_hooks()
-    plugin = SemanticMemoryPlugin(framework)
+    plugin = SemanticMemoryPlugin(framework, tune_extractor=tune_extractor)
     stub = StubModel()
     framework.plugin_manager.register(plugin, name="semantic-memory")
     framework.plugin_manager.register(stub, name="stub-model")

@@ -26,6 +26,8 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from bub_semantic_memory.backends import open_backend
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.testing import (
     CompletionReply,
@@ -250,15 +252,15 @@ class FaultLab:
 
     def extractor(self, retry: RetryPolicy = FAST, **kwargs: Any) -> Extractor:
         client = httpx2.AsyncClient(transport=FaultRouter(self))
-        return Extractor(
+        config = ExtractorConfig(
             model="fake-extractor",
             base_url=self.server.base_url,
             api_key="test-key",
             prompt=PROMPT,
             retry=retry,
-            http_client=client,
             **kwargs,
         )
+        return Extractor(config, backend=open_backend(config, http_client=client))
 
     def respond(self, request: RecordedRequest) -> Reply:
         plan = self.plans[request.headers["x-reliability-call"]]

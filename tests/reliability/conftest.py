@@ -7,7 +7,6 @@ counted outcomes of the run as Markdown; without the variable nothing is written
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import time
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.testing import FakeOpenAIServer
 from tests.conftest import FAST
 from tests.helpers.bub_env import use_fake_extractor
@@ -58,14 +58,24 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def bub_rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_openai: FakeOpenAIServer) -> BubRig:
     """A bub process whose extraction endpoint is a fake server (set its ``responder``).
 
-    Retry cooldown 0, short back-offs (the plugin has no setting for them: its
-    ``RetryPolicy`` is patched), a 0.5 s request timeout, the suite's pinned prompt.
+    Retry cooldown 0, short back-offs (no setting has them: the rig tunes the plugin's
+    extractor configuration), a 0.5 s request timeout, the suite's pinned prompt.
     """
     use_fake_extractor(monkeypatch, fake_openai.base_url)
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_REQUEST_TIMEOUT", "0.5")
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", PROMPT)
-    monkeypatch.setattr(
-        "bub_semantic_memory.transport.RetryPolicy", functools.partial(dataclasses.replace, FAST)
-    )
     monkeypatch.chdir(tmp_path)
-    return BubRig(tmp_path, fake_openai, tmp_path / "workspace")
+    return BubRig(tmp_path, fake_openai, tmp_path / "workspace", tune_extractor=fast_backoff)
+
+
+def fast_backoff(config: ExtractorConfig) -> ExtractorConfig:
+    """The settings' bounds (timeout, re-asks, attempts) with the suite's short back-offs."""
+    retry = config.retry_policy()
+    return config.replace(
+        retry=dataclasses.replace(
+            FAST,
+            request_timeout_s=retry.request_timeout_s,
+            reasks=retry.reasks,
+            transport_attempts=retry.transport_attempts,
+        )
+    )

@@ -12,12 +12,14 @@ import pytest
 from bub.store import FileTapeStore
 from bub.tape import TapeEntry
 
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import entity_key
 from bub_semantic_memory.store import SnapshotStore, memory_tape_name
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
 from bub_semantic_memory.transcript import coerce_entries, read_tape_file
+from tests.helpers.injection import injected_memory
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes
 from tests.reliability._support import FAST, PROMPT, fact_tape, person
@@ -120,7 +122,9 @@ async def test_a_bad_tape_is_read_with_counted_warnings_and_extracted(
     facts = [fact_tape(i)[1] for i in range(len(DEFECTS) + 1)]
     fake_openai.responder = OracleResponder.from_golds(facts)
     async with Extractor(
-        model="fake-extractor", prompt=PROMPT, base_url=fake_openai.base_url, api_key="k", retry=FAST
+        ExtractorConfig(
+            model="fake-extractor", prompt=PROMPT, base_url=fake_openai.base_url, api_key="k", retry=FAST
+        )
     ) as extractor:
         snapshots = await extractor.extract(entries, tape="bad")
     graph = MemoryGraph.fold(snapshots)
@@ -200,8 +204,7 @@ async def test_a_corrupt_memory_sidecar_still_yields_its_good_snapshots(
         await rig.idle()
     assert result.model_output == "ok" and rig.observer.errors == [] and rig.unhandled == []
     assert rig.plugin.stats["unreadable_snapshots"] == 5
-    system = str(rig.stub.requests[0].messages[0]["content"])
-    assert person(0) in system  # the good snapshot's memory is injected
+    assert person(0) in injected_memory(rig.stub.requests[0].messages)  # the good snapshot's memory
     table = outcomes.table(
         "bad_tapes", "A corrupt memory sidecar read by the plugin in a new process", ["", "value"]
     )

@@ -14,14 +14,14 @@ import pytest
 from bub.store import FileTapeStore
 from bub.tape import TapeEntry
 
+from bub_semantic_memory.candidates import candidate_names
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import SemanticMemoryError, TapeNameError
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Entity, Snapshot, normalize_name
-from bub_semantic_memory.redact import Redactor
-from bub_semantic_memory.schema import candidate_names
 from bub_semantic_memory.store import (
     SnapshotStore,
     fetch_tape,
@@ -38,8 +38,9 @@ from bub_semantic_memory.testing import (
     text_reply,
     tool_call_reply,
 )
-from bub_semantic_memory.transcript import Entry
+from bub_semantic_memory.transcript import Entry, TranscriptLine
 from tests.conftest import REPO, make_snapshot
+from tests.helpers.injection import injected_memory
 from tests.helpers.secret_corpus import (
     CORPUS,
     CUSTOM,
@@ -97,7 +98,8 @@ class EchoModel:
             return refusal_reply(f"I won't. You sent me: {sent[-6000:]}")
         chunks = [sent[i : i + 60] for i in range(0, len(sent), 60)]
         entities: dict[str, dict[str, Any]] = {}
-        for name in candidate_names(transcript) or []:
+        lines = [TranscriptLine(0, line) for line in transcript.splitlines()]  # only the text reaches a model
+        for name in candidate_names(lines) or []:
             folded = normalize_name(name)
             if not folded or folded in entities or len(entities) >= 25:
                 continue
@@ -144,15 +146,16 @@ async def test_planted_secrets_reach_neither_the_extractor_nor_the_store(
     fake_openai.responder = EchoModel()
     tapes = tmp_path / "tapes"
     store = SnapshotStore(FileTapeStore(tapes), fsync=False)
-    async with Extractor(
+    config = ExtractorConfig(
         model="fake-extractor",
         prompt=PROMPT,
         base_url=fake_openai.base_url,
         api_key="k",
         retry=FAST,
         chunk_tokens=600,
-        redactor=Redactor(extra_patterns=[CUSTOM_PATTERN]),
-    ) as extractor:
+        redact_patterns=(CUSTOM_PATTERN,),
+    )
+    async with Extractor(config) as extractor:
         async for snapshot in extractor.iter_extract(entries, tape="secrets"):
             await store.append(snapshot)
     direct = fake_openai.requests
@@ -170,13 +173,15 @@ async def test_planted_secrets_reach_neither_the_extractor_nor_the_store(
         load_fixtures(fixtures_dir),
         [extractor.prompt],
         RunOptions(
-            model="fake-extractor",
-            base_url=fake_openai.base_url,
-            api_key="k",
+            ExtractorConfig(
+                model="fake-extractor",
+                base_url=fake_openai.base_url,
+                api_key="k",
+                retry=FAST,
+                chunk_tokens=600,
+            ),
             cache_dir=cache,
-            retry=FAST,
             progress=False,
-            chunk_tokens=600,
         ),
     )
     (tmp_path / "report.json").write_text(report.model_dump_json())
@@ -369,7 +374,7 @@ async def test_one_workspace_never_reads_another_workspaces_memory(
     assert rigs[0].tape() != rigs[1].tape()
     for index, rig in enumerate(rigs):
         mine, other = person(index), person(1 - index)
-        block = str(rig.stub.requests[-1].messages[0]["content"])
+        block = injected_memory(rig.stub.requests[-1].messages)
         assert mine in block and other not in block
         sidecar = (rig.tapes_dir / f"{memory_tape_name(rig.tape())}.jsonl").read_text()
         assert mine in sidecar and other not in sidecar
@@ -411,7 +416,9 @@ async def test_conversation_is_sent_as_delimited_data(
     ]
     fake_openai.responder = OracleResponder.from_golds([fixture.gold])
     async with Extractor(
-        model="fake-extractor", prompt=PROMPT, base_url=fake_openai.base_url, api_key="k", retry=FAST
+        ExtractorConfig(
+            model="fake-extractor", prompt=PROMPT, base_url=fake_openai.base_url, api_key="k", retry=FAST
+        )
     ) as ex:
         await ex.extract(fixture.entries(), tape=INJECTION)
         await ex.extract(breakout, tape="breakout")
@@ -477,7 +484,9 @@ async def test_validators_reject_names_the_transcript_never_wrote(
     rejected: dict[str, int] = {}
     dropped: dict[str, int] = {}
     async with Extractor(
-        model="fake-extractor", prompt=PROMPT, base_url=fake_openai.base_url, api_key="k", retry=FAST
+        ExtractorConfig(
+            model="fake-extractor", prompt=PROMPT, base_url=fake_openai.base_url, api_key="k", retry=FAST
+        )
     ) as ex:
         for label, injected, expected in (
             (

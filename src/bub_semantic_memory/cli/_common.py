@@ -100,9 +100,7 @@ TAPES_DIR_OPTION = typer.Option(
 )
 
 
-def print_table(
-    console: Console, table: Table, *, key_columns: int = 1, attached: str | None = None
-) -> None:
+def print_table(console: Console, table: Table, *, key_columns: int = 1, attached: str | None = None) -> None:
     """Print ``table`` so that no word is cut: split into parts that fit the console's width.
 
     rich shrinks a table wider than the terminal (or ``COLUMNS``, or 80 in a log) until

@@ -1,4 +1,4 @@
-"""``eval ...``, ``fixtures import`` and ``prompts promote``: the eval harness on the command line."""
+"""``eval ...`` and ``fixtures import``: the eval harness on the command line."""
 
 from __future__ import annotations
 
@@ -11,47 +11,36 @@ import typer
 
 from bub_semantic_memory.cli._app import PROMOTED_PROMPTS, new_app
 from bub_semantic_memory.cli._common import (
-    API_KEY_ENV,
     fail,
     handle_errors,
     print_table,
     stderr,
     stdout,
 )
+from bub_semantic_memory.cli._options import (
+    API_KEY,
+    BASE_URL,
+    CACHE_DIR,
+    CONCURRENCY,
+    FIXTURES,
+    MODE,
+    MODEL,
+    PROMPTS_DIR,
+    TAGS,
+    extractor_config,
+    load_selected,
+    print_report,
+)
 
 if TYPE_CHECKING:
     from bub_semantic_memory.evals.dataset import Fixture
     from bub_semantic_memory.evals.labels import LabelMap
-    from bub_semantic_memory.evals.report import Report
-    from bub_semantic_memory.evals.runner import RunOptions
     from bub_semantic_memory.ontology import Ontology
 
 app = new_app("Score extraction against gold fixtures, run prompt versions, compare runs.")
 fixtures_app = new_app("Eval fixtures: import plain conversations as Bub tapes with gold.")
 
-FIXTURES = typer.Option(Path("evals/fixtures"), "--fixtures", "-f", help="Fixture directory.")
-TAGS = typer.Option([], "--tag", "-t", help="Only fixtures with this tag (repeatable; any of).")
 IDS = typer.Option([], "--fixture", help="Only this fixture id (repeatable).")
-MODEL = typer.Option(
-    ...,
-    "--model",
-    "-m",
-    envvar="BUB_SEMANTIC_MEMORY_MODEL",
-    help="Model name, or 'local' (a smoke-test model).",
-)
-BASE_URL = typer.Option(
-    None, "--base-url", envvar="BUB_SEMANTIC_MEMORY_BASE_URL", help="OpenAI-compatible endpoint."
-)
-API_KEY = typer.Option(None, "--api-key", envvar=API_KEY_ENV, help="Endpoint key.", show_default=False)
-MODE = typer.Option("tools", "--mode", help="Instructor mode: tools, json_schema, md_json, json.")
-CONCURRENCY = typer.Option(4, "--concurrency", "-c", min=1, help="Fixtures extracted at once.")
-PROMPTS_DIR = typer.Option(
-    None,
-    "--prompts-dir",
-    envvar="BUB_SEMANTIC_MEMORY_PROMPTS_DIR",
-    help="Prompt directory (default: bundled).",
-)
-CACHE_DIR = typer.Option(Path(".cache/eval"), "--cache-dir", help="Response cache directory.")
 SYNONYMS = typer.Option(
     None, "--synonyms", help="JSON file mapping relation types to canonical types for scoring."
 )
@@ -60,12 +49,6 @@ LABEL_MAP = typer.Option(
     "--label-map",
     help="YAML/JSON mapping gold entity types and relation labels to ontology types (see evals/README.md).",
 )
-
-
-def _fixtures(directory: Path, tags: list[str], ids: list[str]) -> list[Fixture]:
-    from bub_semantic_memory.evals.dataset import load_fixtures
-
-    return load_fixtures(directory, tags=tags, ids=ids)
 
 
 def _synonyms(path: Path | None) -> dict[str, str]:
@@ -103,17 +86,6 @@ def _dataset_ontology(fixtures: Path) -> Ontology | None:
     return ontology
 
 
-def _print_report(report: Report, out: Path | None) -> None:
-    from bub_semantic_memory.evals.render import comparison_table, summary_table, write_report_files
-
-    print_table(stdout, summary_table(report), attached="Δ")
-    if report.comparisons:
-        print_table(stdout, comparison_table(report.comparisons), key_columns=2)
-    if out is not None:
-        paths = write_report_files(report, out)
-        stderr.print("Wrote " + ", ".join(str(p) for p in paths.values()), markup=False)
-
-
 @app.command("run")
 @handle_errors
 def run(
@@ -142,22 +114,20 @@ def run(
     of its own. Gold that cannot be scored (types outside the ontology, relations to
     non-entities) is reported before the run starts.
     """
+    from bub_semantic_memory.backends import model_note
     from bub_semantic_memory.evals.runner import RunOptions, run_eval
-    from bub_semantic_memory.local_models import model_note
-    from bub_semantic_memory.prompts import PromptLibrary
 
     if replay and no_cache:
         fail("--replay and --no-cache exclude each other", code=2)
-    library = PromptLibrary(prompts_dir) if prompts_dir else PromptLibrary()
-    templates = [library.load(ref) for ref in prompts]
-    selected = _fixtures(fixtures, tags, ids)
+    config = extractor_config(
+        model=model, base_url=base_url, api_key=api_key, mode=mode, prompts_dir=prompts_dir
+    )
+    templates = [config.library().load(ref) for ref in prompts]
+    selected = load_selected(fixtures, tags, ids)
     dataset_ontology = _dataset_ontology(fixtures)
     labels = _label_space(selected, dataset_ontology or templates[0].ontology, label_map)
     options = RunOptions(
-        model=model,
-        base_url=base_url,
-        api_key=api_key,
-        mode=mode,
+        extractor=config,
         concurrency=concurrency,
         cache="replay" if replay else ("off" if no_cache else "use"),
         cache_dir=cache_dir,
@@ -168,7 +138,7 @@ def run(
     if note := model_note(model):
         stderr.print(f"Model: {note}", markup=False)
     report = asyncio.run(run_eval(selected, templates, options, fixtures_dir=fixtures, console=stderr))
-    _print_report(report, out)
+    print_report(report, out)
     misses = [r.fixture for run in report.runs for r in run.fixtures if r.error_type == "ReplayMissError"]
     if misses:
         fail(
@@ -206,12 +176,12 @@ def score(
     from bub_semantic_memory.evals.scoring import score_dataset
     from bub_semantic_memory.prompts import PromptLibrary
 
-    selected = _fixtures(fixtures, tags, ids)
+    selected = load_selected(fixtures, tags, ids)
     predicted = load_predictions(predictions)
     unknown = sorted(set(predicted) - {f.id for f in selected})
     if unknown:
         stderr.print(f"Ignoring predictions for unknown fixtures: {', '.join(unknown)}", markup=False)
-    library = PromptLibrary(prompts_dir) if prompts_dir else PromptLibrary()
+    library = PromptLibrary(prompts_dir)
     ontology = _dataset_ontology(fixtures) or library.load(prompt).ontology
     labels = _label_space(selected, ontology, label_map)
     config = scoring_config(ontology, labels, _synonyms(synonyms))
@@ -266,7 +236,7 @@ def compare(
         runs=runs,
         comparisons=[compare_runs(runs[0], run) for run in runs[1:]],
     )
-    _print_report(combined, out)
+    print_report(combined, out)
 
 
 @fixtures_app.command("import")
@@ -279,67 +249,23 @@ def import_fixtures(
     strict: bool = typer.Option(
         False, "--strict", help="Stop at the first conversation that cannot be imported; write nothing."
     ),
+    prompt: str = typer.Option(
+        "extract", "--prompt", "-p", help="Prompt version whose ontology the gold is checked against."
+    ),
+    prompts_dir: Path | None = PROMPTS_DIR,
 ) -> None:
     """Turn plain conversations into fixtures: a Bub tape and a gold file each.
 
     A conversation that cannot be imported is skipped with a warning saying where and why;
     the others are written. Gold is checked against out/ontology.yaml when there is one,
-    else against the promoted prompt's ontology.
+    else against the ontology of --prompt (the promoted version by default).
     """
     from bub_semantic_memory.evals.importer import import_conversations
     from bub_semantic_memory.evals.labels import load_dataset_ontology
+    from bub_semantic_memory.prompts import PromptLibrary
 
-    report = import_conversations(source, out, ontology=load_dataset_ontology(out), strict=strict)
+    ontology = load_dataset_ontology(out) or PromptLibrary(prompts_dir).load(prompt).ontology
+    report = import_conversations(source, out, ontology=ontology, strict=strict)
     for warning in report.warnings:
         stderr.print(f"Warning: {warning}", markup=False)
     stdout.print(f"Imported into {out}: {report.summary()}", markup=False)
-
-
-def promote_command(
-    ref: str = typer.Argument(..., help="The candidate, e.g. extract@3."),
-    model: str = MODEL,
-    base_url: str | None = BASE_URL,
-    api_key: str | None = API_KEY,
-    mode: str = MODE,
-    fixtures: Path = FIXTURES,
-    tags: list[str] = TAGS,
-    tolerance: float = typer.Option(
-        0.02, "--tolerance", min=0.0, help="Largest allowed drop of F1 or success rate."
-    ),
-    concurrency: int = CONCURRENCY,
-    out: Path | None = typer.Option(
-        Path("reports/promote"), "--out", "-o", help="Where to write the gate's report."
-    ),
-    cache_dir: Path = CACHE_DIR,
-    prompts_dir: Path | None = PROMPTS_DIR,
-) -> None:
-    """Promote REF for the plugin if it does not regress against the promoted version on the fixtures."""
-    from bub_semantic_memory.evals.gate import promote
-    from bub_semantic_memory.evals.runner import RunOptions
-    from bub_semantic_memory.prompts import PromptLibrary
-
-    library = PromptLibrary(prompts_dir) if prompts_dir else PromptLibrary()
-    candidate = library.load(ref)
-    options: RunOptions = RunOptions(
-        model=model,
-        base_url=base_url,
-        api_key=api_key,
-        mode=mode,
-        concurrency=concurrency,
-        cache_dir=cache_dir,
-    )
-    selected = _fixtures(fixtures, tags, [])
-    outcome = asyncio.run(
-        promote(
-            library, candidate, selected, options, tolerance=tolerance, fixtures_dir=fixtures, console=stderr
-        )
-    )
-    _print_report(outcome.report, out)
-    promotion = outcome.promotion
-    scores = {name: promotion.scores.get(name) for name in ("entity_f1", "relation_f1")}
-    shown = {name: "–" if value is None else f"{value:.3f}" for name, value in scores.items()}
-    stdout.print(
-        f"Promoted {candidate} (model {promotion.model}; entity F1 {shown['entity_f1']}, "
-        f"relation F1 {shown['relation_f1']}; baseline {promotion.baseline or 'none'}).",
-        markup=False,
-    )

@@ -11,7 +11,6 @@ import typer
 
 from bub_semantic_memory.cli._app import PROMOTED_PROMPT, Command
 from bub_semantic_memory.cli._common import (
-    API_KEY_ENV,
     TAPES_DIR_OPTION,
     fail,
     handle_errors,
@@ -21,6 +20,7 @@ from bub_semantic_memory.cli._common import (
     stdout,
     tape_store,
 )
+from bub_semantic_memory.cli._options import API_KEY, BASE_URL, MODE, MODEL, PROMPTS_DIR, extractor_config
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Snapshot
@@ -28,13 +28,6 @@ from bub_semantic_memory.prompts import PromptLibrary
 from bub_semantic_memory.render import DEFAULT_BUDGET, render_memory
 from bub_semantic_memory.store import SnapshotStore, session_tape_name, validate_tape_name
 from bub_semantic_memory.transcript import Entry, ReadReport, read_tape_file
-
-PROMPTS_DIR_OPTION = typer.Option(
-    None,
-    "--prompts-dir",
-    envvar="BUB_SEMANTIC_MEMORY_PROMPTS_DIR",
-    help="Prompt directory (default: bundled).",
-)
 
 
 def register(app: typer.Typer) -> None:
@@ -46,18 +39,12 @@ def register(app: typer.Typer) -> None:
 @handle_errors
 def extract(
     tape_file: Path = typer.Argument(..., help="A Bub tape JSONL file.", exists=True, dir_okay=False),
-    model: str = typer.Option(
-        ..., "--model", "-m", envvar="BUB_SEMANTIC_MEMORY_MODEL", help="Model name, or 'local' (smoke test)."
-    ),
-    base_url: str | None = typer.Option(
-        None, "--base-url", envvar="BUB_SEMANTIC_MEMORY_BASE_URL", help="OpenAI-compatible endpoint."
-    ),
-    api_key: str | None = typer.Option(
-        None, "--api-key", envvar=API_KEY_ENV, help="Endpoint key.", show_default=False
-    ),
-    mode: str = typer.Option("tools", "--mode", help="Instructor mode: tools, json_schema, md_json, json."),
+    model: str = MODEL,
+    base_url: str | None = BASE_URL,
+    api_key: str | None = API_KEY,
+    mode: str = MODE,
     prompt: str = typer.Option(PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version, e.g. extract@3."),
-    prompts_dir: Path | None = PROMPTS_DIR_OPTION,
+    prompts_dir: Path | None = PROMPTS_DIR,
     tape: str | None = typer.Option(
         None, "--tape", help="Tape name for the store (default: the file's stem)."
     ),
@@ -74,11 +61,12 @@ def extract(
     name = validate_tape_name(tape or tape_file.name.removesuffix(".jsonl"))
     entries = _read_tape(tape_file)
 
+    config = extractor_config(
+        model=model, base_url=base_url, api_key=api_key, mode=mode, prompt=prompt, prompts_dir=prompts_dir
+    )
+
     async def run() -> list[Snapshot]:
-        library = PromptLibrary(prompts_dir) if prompts_dir else None
-        async with Extractor(
-            model=model, base_url=base_url, api_key=api_key, mode=mode, prompt=prompt, prompts=library
-        ) as extractor:
+        async with Extractor(config) as extractor:
             if not store:
                 return await extractor.extract(entries, tape=name)
             async with tape_store(tapes_dir) as backend:
@@ -145,7 +133,7 @@ def show(
     prompt: str = typer.Option(
         PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version whose ontology folds the memory."
     ),
-    prompts_dir: Path | None = PROMPTS_DIR_OPTION,
+    prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the block and its statistics as JSON."),
 ) -> None:
@@ -153,7 +141,7 @@ def show(
     if (tape is None) == (session is None):
         fail("give either a TAPE name or --session", code=2)
     name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
-    ontology = (PromptLibrary(prompts_dir) if prompts_dir else PromptLibrary()).load(prompt).ontology
+    ontology = PromptLibrary(prompts_dir).load(prompt).ontology
 
     async def load() -> MemoryGraph:
         async with tape_store(tapes_dir) as backend:

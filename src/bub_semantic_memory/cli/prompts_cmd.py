@@ -1,7 +1,8 @@
-"""``prompts ...``: list, show, start, diff, release and verify prompt versions (promotion lives in eval)."""
+"""``prompts ...``: list, show, start, diff, release, verify and promote prompt versions."""
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import json
 from pathlib import Path
@@ -10,21 +11,45 @@ import typer
 import yaml
 
 from bub_semantic_memory.cli._app import new_app
-from bub_semantic_memory.cli._common import fail, handle_errors, stdout
-from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.cli._common import fail, handle_errors, stderr, stdout
+from bub_semantic_memory.cli._options import (
+    API_KEY,
+    BASE_URL,
+    CACHE_DIR,
+    CONCURRENCY,
+    FIXTURES,
+    MODE,
+    MODEL,
+    PROMPTS_DIR,
+    TAGS,
+    extractor_config,
+    load_selected,
+    print_report,
+)
+from bub_semantic_memory.prompts import (
+    PromptLibrary,
+    PromptTemplate,
+    bundled_prompts_dir,
+    writable_prompts_dir,
+)
 
 app = new_app("Versioned prompt files: list, show, new, diff, release, verify, promote.")
 
-PROMPTS_DIR = typer.Option(
-    None,
-    "--prompts-dir",
-    envvar="BUB_SEMANTIC_MEMORY_PROMPTS_DIR",
-    help="Prompt directory (default: bundled).",
-)
-
 
 def _library(prompts_dir: Path | None) -> PromptLibrary:
-    return PromptLibrary(prompts_dir) if prompts_dir else PromptLibrary()
+    return PromptLibrary(prompts_dir)
+
+
+def writable_library(prompts_dir: Path | None) -> PromptLibrary:
+    """The library a writing command writes to (never the installed package; see
+    :func:`~bub_semantic_memory.prompts.writable_prompts_dir`), named on stderr when not asked for."""
+    root = writable_prompts_dir(prompts_dir)
+    if prompts_dir is None and root != bundled_prompts_dir():
+        stderr.print(
+            f"Writing to {root} (set BUB_SEMANTIC_MEMORY_PROMPTS_DIR={root} for the plugin to read it).",
+            markup=False,
+        )
+    return PromptLibrary(root)
 
 
 @app.command("list")
@@ -87,7 +112,7 @@ def new_prompt(
     prompts_dir: Path | None = PROMPTS_DIR,
 ) -> None:
     """Start the next version of NAME as an editable copy of --from."""
-    path = _library(prompts_dir).new_version(name, base=base)
+    path = writable_library(prompts_dir).new_version(name, base=base)
     stdout.print(
         f"Created {path} (a draft: edit it, run 'semantic-memory eval run', then 'prompts promote').",
         markup=False,
@@ -143,7 +168,7 @@ def diff_prompts(
 @handle_errors
 def release_prompt(ref: str = typer.Argument(...), prompts_dir: Path | None = PROMPTS_DIR) -> None:
     """Record a version's sha256 in the manifest; from then on its content may not change."""
-    template = _library(prompts_dir).release(ref)
+    template = writable_library(prompts_dir).release(ref)
     stdout.print(f"Released {template} (sha256 {template.sha256}).", markup=False)
 
 
@@ -157,10 +182,52 @@ def verify_prompts(prompts_dir: Path | None = PROMPTS_DIR) -> None:
     stdout.print("All released prompt versions match their recorded sha256.")
 
 
-def _register_promote() -> None:
-    from bub_semantic_memory.cli.eval_cmd import promote_command
+@app.command("promote")
+@handle_errors
+def promote_prompt(
+    ref: str = typer.Argument(..., help="The candidate, e.g. extract@3."),
+    model: str = MODEL,
+    base_url: str | None = BASE_URL,
+    api_key: str | None = API_KEY,
+    mode: str = MODE,
+    fixtures: Path = FIXTURES,
+    tags: list[str] = TAGS,
+    tolerance: float = typer.Option(
+        0.02, "--tolerance", min=0.0, help="Largest allowed drop of F1 or success rate."
+    ),
+    concurrency: int = CONCURRENCY,
+    out: Path | None = typer.Option(
+        Path("reports/promote"), "--out", "-o", help="Where to write the gate's report."
+    ),
+    cache_dir: Path = CACHE_DIR,
+    prompts_dir: Path | None = PROMPTS_DIR,
+) -> None:
+    """Promote REF for the plugin if it does not regress against the promoted version on the fixtures."""
+    from bub_semantic_memory.evals.gate import promote
+    from bub_semantic_memory.evals.runner import RunOptions
 
-    app.command("promote")(handle_errors(promote_command))
-
-
-_register_promote()
+    config = extractor_config(
+        model=model, base_url=base_url, api_key=api_key, mode=mode, prompts_dir=prompts_dir
+    )
+    library = writable_library(prompts_dir)
+    candidate = library.load(ref)
+    options = RunOptions(
+        extractor=config.replace(prompts_dir=library.root),
+        concurrency=concurrency,
+        cache_dir=cache_dir,
+    )
+    selected = load_selected(fixtures, tags, [])
+    outcome = asyncio.run(
+        promote(
+            library, candidate, selected, options, tolerance=tolerance, fixtures_dir=fixtures, console=stderr
+        )
+    )
+    print_report(outcome.report, out)
+    promotion = outcome.promotion
+    scores = {name: promotion.scores.get(name) for name in ("entity_f1", "relation_f1")}
+    shown = {name: "–" if value is None else f"{value:.3f}" for name, value in scores.items()}
+    stdout.print(
+        f"Promoted {candidate} (model {promotion.model}; entity F1 {shown['entity_f1']}, "
+        f"relation F1 {shown['relation_f1']}; baseline {promotion.baseline or 'none'}).",
+        markup=False,
+    )

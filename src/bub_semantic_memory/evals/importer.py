@@ -163,7 +163,7 @@ class _Converted:
 
 
 def import_conversations(
-    source: Path, out: Path, *, ontology: Ontology | None = None, strict: bool = False
+    source: Path, out: Path, *, ontology: Ontology, strict: bool = False
 ) -> ImportReport:
     """Convert plain conversations into fixture directories under ``out``, one at a time.
 
@@ -172,18 +172,14 @@ def import_conversations(
     Args:
         source: a JSONL file, or a directory whose ``*.jsonl`` files are read in name order.
         out: the fixtures directory (created if needed).
-        ontology: types to check the gold against; defaults to the ontology of the
-            promoted extraction prompt.
+        ontology: types to check the gold against: the dataset's own ``ontology.yaml``
+            or the ontology of the prompt the fixtures will be evaluated with.
         strict: fail on the first conversation that cannot be imported, writing nothing.
 
     Raises:
         FixtureError: the source is missing or empty; with ``strict``, a conversation
             cannot be imported (the message names the file and line).
     """
-    if ontology is None:
-        from bub_semantic_memory.prompts import PromptLibrary
-
-        ontology = PromptLibrary().load("extract").ontology
     files = _source_files(source)
     if strict:
         for _ in _conversions(files, ontology, ImportReport(), strict=True):

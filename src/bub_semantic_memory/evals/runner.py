@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from rich.console import Console
 
+from bub_semantic_memory.backends import model_note, open_backend
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import ExtractionError, ReplayMissError
 from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key
 from bub_semantic_memory.evals.dataset import Fixture, GoldEntity, GoldRelation, Prediction, dataset_hash
@@ -36,13 +38,12 @@ from bub_semantic_memory.evals.report import (
 from bub_semantic_memory.evals.scoring import FixtureScore, ScoringConfig, aggregate, score_fixture
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.local_models import is_local_spec, model_note
 from bub_semantic_memory.models import Snapshot, Usage
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.prompts import PromptTemplate
 from bub_semantic_memory.redact import Redactor
 from bub_semantic_memory.transcript import Entry, render_transcript
-from bub_semantic_memory.transport import ChatBackend, RetryPolicy
+from bub_semantic_memory.transport import ChatBackend
 
 __all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval"]
 
@@ -54,32 +55,34 @@ class RunOptions:
     """How to run an eval.
 
     Attributes:
+        extractor: the model, mode and bounds every prompt version is run with (its
+            ``prompt`` is replaced by each version under evaluation).
         concurrency: fixtures extracted at once (per run; runs go one after another).
         cache: ``use``, ``off`` or ``replay`` (see the module docstring).
         cache_dir: where cached extractions live.
-        backend: a ready backend to use instead of one built from model/base_url (tests, local model).
         relation_synonyms: relation type -> canonical type, for scoring (``--synonyms``).
         label_map: gold labels -> ontology types, for scoring (``--label-map``).
         ontology: a dataset's ontology, shown to the model instead of each prompt's own
             (recorded on snapshots, in the report and in the cache key).
+        backend: a ready backend to use instead of the one the model spec selects (tests).
+        http_client: an ``httpx.AsyncClient`` for a hosted endpoint (tests, proxies).
+        progress: show progress on the console.
     """
 
-    model: str
-    base_url: str | None = None
-    api_key: str | None = None
-    mode: str = "tools"
+    extractor: ExtractorConfig
     concurrency: int = 4
     cache: CachePolicy = "use"
     cache_dir: Path = Path(".cache/eval")
-    retry: RetryPolicy | None = None
-    chunk_tokens: int | None = None
-    max_output_tokens: int | None = None
     relation_synonyms: dict[str, str] = field(default_factory=dict)
     label_map: LabelMap | None = None
     ontology: Ontology | None = None
     backend: ChatBackend | None = None
     http_client: Any = None
     progress: bool = True
+
+    @property
+    def model(self) -> str:
+        return self.extractor.model
 
 
 def prediction_from_snapshots(
@@ -124,17 +127,9 @@ class _PromptRunner:
     def __init__(self, prompt: PromptTemplate, options: RunOptions, backend: ChatBackend | None) -> None:
         self.prompt = prompt
         self.options = options
+        config = options.extractor.replace(prompt=prompt)
         self.extractor = Extractor(
-            model=options.model,
-            base_url=options.base_url,
-            api_key=options.api_key,
-            mode=options.mode,
-            prompt=prompt,
-            retry=options.retry,
-            chunk_tokens=options.chunk_tokens,
-            max_output_tokens=options.max_output_tokens,
-            backend=backend,
-            http_client=options.http_client,
+            config, backend=backend or open_backend(config, http_client=options.http_client)
         )
         self.cache = ResponseCache(options.cache_dir)
 
@@ -148,7 +143,7 @@ class _PromptRunner:
             mode=ex.mode,
             transcript_sha256=_transcript_hash(entries, ex.redactor),
             chunk_tokens=ex.chunk_tokens,
-            overlap=(ex.overlap_lines, ex.overlap_tokens),
+            overlap=(ex.config.overlap_lines, ex.config.overlap_tokens),
             max_output_tokens=ex.max_output_tokens,
             reasks=ex.retry.reasks,
         )
@@ -237,14 +232,12 @@ def _metrics(results: Sequence[FixtureResult], scores: Sequence[FixtureScore]) -
     )
 
 
-def _make_backend(options: RunOptions) -> ChatBackend | None:
-    """One backend shared by every prompt version (a local model is loaded once)."""
+def _shared_backend(options: RunOptions) -> ChatBackend | None:
+    """One backend shared by every prompt version when it is a local model (loaded once)."""
     if options.backend is not None:
         return options.backend
-    if is_local_spec(options.model):
-        from bub_semantic_memory.local import LocalBackend
-
-        return LocalBackend.from_model_spec(options.model)
+    if options.extractor.is_local:
+        return open_backend(options.extractor)
     return None
 
 
@@ -261,7 +254,7 @@ async def run_eval(
     Runs go one after another (so their latencies are comparable); fixtures within
     a run go ``options.concurrency`` at a time.
     """
-    backend = _make_backend(options)
+    backend = _shared_backend(options)
     shared = backend is not None and options.backend is None
     runs: list[PromptRun] = []
     console = console or Console(stderr=True)

@@ -41,7 +41,6 @@ taken, so a dataset metric is undefined only when every fixture's is.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -111,13 +110,6 @@ class PRF(BaseModel):
         )
 
 
-@functools.cache
-def _default_symmetric_relations() -> frozenset[str]:
-    from bub_semantic_memory.prompts import PromptLibrary
-
-    return _symmetric_types(PromptLibrary().load("extract@1").ontology)
-
-
 def _symmetric_types(ontology: Ontology) -> frozenset[str]:
     return frozenset(name for name, rel in ontology.relation_types.items() if rel.symmetric)
 
@@ -127,8 +119,9 @@ class ScoringConfig:
     """How predictions are compared with gold.
 
     Attributes:
-        symmetric_relations: relation types whose direction does not matter; defaults to
-            the symmetric types of the ``extract@1`` ontology (``knows``, ``family_of``, ...).
+        symmetric_relations: relation types whose direction does not matter; none by
+            default. ``from_ontology`` takes them from the ontology being evaluated, so
+            the scorer never assumes one prompt's types for another's predictions.
         relation_synonyms: maps a relation type to its canonical type before comparing,
             on both sides (``{"employed_by": "works_for"}``); applied once, not transitively.
         entity_types: maps an entity type to the type it is compared as, on both sides
@@ -138,7 +131,7 @@ class ScoringConfig:
             those use the type-agnostic alignment, so ``entities`` equals ``entities_untyped``.
     """
 
-    symmetric_relations: frozenset[str] = field(default_factory=_default_symmetric_relations)
+    symmetric_relations: frozenset[str] = frozenset()
     relation_synonyms: Mapping[str, str] = field(default_factory=dict)
     type_aware: bool = True
     entity_types: Mapping[str, str] = field(default_factory=dict)
