@@ -165,17 +165,17 @@ async def _measure_size(
             cpu_start = time.thread_time()
             plain = _timed(without.get_system_prompt, query, plain_state)
             cpu_middle = time.thread_time()
-            full = _timed(framework.get_system_prompt, query, state)
+            full = _timed(_agent_context, framework, plugin, query, state)
             cpu_end = time.thread_time()
             without_times.append(plain)
             with_times.append(full)
             added.append(full - plain)
             added_cpu.append((cpu_end - cpu_middle) - (cpu_middle - cpu_start))
         for query in hook_queries:
-            hook_times.append(_timed(plugin.system_prompt, query, state))
-        block_tokens = max(estimate_tokens(plugin.system_prompt(q, state)) for q in hook_queries[:50])
+            hook_times.append(_timed(_inject, plugin, query, state))
+        block_tokens = max(estimate_tokens(_inject(plugin, q, state)) for q in hook_queries[:50])
         # A tool round: the same turn's query again (the render cache answers).
-        cached = [_timed(plugin.system_prompt, hook_queries[0], state) for _ in range(iterations)]
+        cached = [_timed(_inject, plugin, hook_queries[0], state) for _ in range(iterations)]
         load_state = []
         for _ in range(max(50, iterations // 10)):
             start = time.perf_counter()
@@ -268,13 +268,26 @@ async def _after_extraction(
             tape, TapeEntry.message({"role": "assistant", "content": f"Noted: {person}, {project}."})
         )
         await plugin.save_state(session_id=session_id, state=state, message=None, model_output="")
-        await plugin.drain(30.0)  # waits for the background extraction (and flushes a deferred one)
+        await plugin.memory.drain(30.0)  # waits for the background extraction (and flushes a deferred one)
         before = len(server.requests)
         with FileOpenCounter() as opens:
-            times.append(_timed(plugin.system_prompt, query, state))
+            times.append(_timed(_inject, plugin, query, state))
         requests += len(server.requests) - before
         opens_seen += opens.opens
     return times, requests, opens_seen, graph.snapshot_count - snapshots_before
+
+
+def _inject(plugin: SemanticMemoryPlugin, query: str, state: dict[str, Any]) -> str:
+    """What the plugin does on one agent call: record the question, render the block."""
+    plugin.system_prompt(query, state)
+    return plugin.memory.block(str(state[TAPE_STATE_KEY]), query)
+
+
+def _agent_context(
+    framework: BubFramework, plugin: SemanticMemoryPlugin, query: str, state: dict[str, Any]
+) -> str:
+    """The system prompt plus the memory message, as an agent call with the plugin builds them."""
+    return framework.get_system_prompt(query, state) + _inject(plugin, query, state)
 
 
 def _one_more_snapshot(tape: str, n: int, index: int) -> Snapshot:

@@ -6,8 +6,10 @@ The public surface, by concept:
   :class:`Ontology`, :class:`MemoryGraph`;
 * input: :func:`read_tape_file`, :func:`render_transcript`;
 * prompts: :class:`PromptLibrary`, :class:`PromptTemplate`;
-* extraction: :class:`Extractor`, :class:`RetryPolicy`, :class:`Redactor`;
-* storage and injection: :class:`SnapshotStore`, :func:`render_memory`;
+* extraction: :class:`Extractor`, :class:`ExtractorConfig`, :class:`RetryPolicy`,
+  :class:`Redactor`;
+* storage and injection: :class:`SnapshotStore`, :func:`render_memory`,
+  :class:`MemoryService` and :class:`MemoryPolicy` (an agent's memory without bub's hooks);
 * errors: :class:`SemanticMemoryError` and its subclasses.
 
 The Bub plugin lives in :mod:`bub_semantic_memory.plugin` and the eval harness in
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import (
     ConfigurationError,
     EvalError,
@@ -58,16 +61,24 @@ from bub_semantic_memory.transcript import ReadReport, Transcript, read_tape_fil
 from bub_semantic_memory.transport import RetryPolicy
 
 if TYPE_CHECKING:
+    from bub_semantic_memory.service import MemoryPolicy, MemoryService
     from bub_semantic_memory.store import SnapshotStore, session_tape_name, validate_tape_name
 
-_LAZY = {"SnapshotStore", "session_tape_name", "validate_tape_name"}
+# Names whose modules import bub, loaded on first use.
+_LAZY = {
+    "SnapshotStore": "store",
+    "session_tape_name": "store",
+    "validate_tape_name": "store",
+    "MemoryService": "service",
+    "MemoryPolicy": "service",
+}
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        from bub_semantic_memory import store
+        import importlib
 
-        return getattr(store, name)
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -77,10 +88,13 @@ __all__ = [
     "EvalError",
     "ExtractionError",
     "Extractor",
+    "ExtractorConfig",
     "FixtureError",
     "GateError",
     "MemoryBlock",
     "MemoryGraph",
+    "MemoryPolicy",
+    "MemoryService",
     "Ontology",
     "OutputTruncatedError",
     "PromptError",

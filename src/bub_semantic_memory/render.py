@@ -10,26 +10,25 @@ latest user message and never exceeds a token budget:
 
 Each entity contributes a line, then its current relations; superseded relations
 appear last, marked as history. An empty graph renders no block at all.
+
+Lines the agent was already shown (``shown``) are left out and cost nothing, so a block
+can carry only what is new since earlier blocks that are still in the agent's context.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from bub_semantic_memory.graph import EntityView, MemoryGraph, RelationView
-from bub_semantic_memory.models import normalize_name
 from bub_semantic_memory.tokens import estimate_tokens
 
-__all__ = ["DEFAULT_BUDGET", "MemoryBlock", "match_entities", "render_memory"]
+__all__ = ["DEFAULT_BUDGET", "MemoryBlock", "render_memory"]
 
 DEFAULT_BUDGET = 800
 HEADER = "<memory>\nFacts remembered from earlier in this conversation (may be incomplete):"
 FOOTER = "</memory>"
-_MAX_NGRAM_WORDS = 5
-_CJK_MIN, _CJK_MAX = 2, 8
 _GIVE_UP_AFTER_MISSES = 25
-_MAX_WORD_HOLDERS = 5  # a word shared by more entities than this ("project") is not a useful match
 
 
 @dataclass(frozen=True)
@@ -54,43 +53,16 @@ class MemoryBlock:
         return bool(self.text)
 
 
-def match_entities(graph: MemoryGraph, text: str) -> list[str]:
-    """Keys of entities named in ``text``: full names and aliases first (word n-grams), then
-    single words of longer names ("Maya" for "Maya Lin"), then CJK substrings."""
-    words = normalize_name(text).split()
-    found: dict[str, None] = {}
-    for start in range(len(words)):
-        for length in range(1, _MAX_NGRAM_WORDS + 1):
-            if start + length > len(words):
-                break
-            for key in graph.lookup_normalized(" ".join(words[start : start + length])):
-                found.setdefault(graph.resolve(key), None)
-    for word in words:
-        if len(word) < 3 or not word.isascii():
-            continue
-        holders = graph.lookup_word(word)
-        if len(holders) <= _MAX_WORD_HOLDERS:
-            for key in holders:
-                found.setdefault(graph.resolve(key), None)
-    for word in words:
-        if word.isascii():
-            continue
-        for size in range(_CJK_MIN, min(_CJK_MAX, len(word)) + 1):
-            for start in range(len(word) - size + 1):
-                for key in graph.lookup_normalized(word[start : start + size]):
-                    found.setdefault(graph.resolve(key), None)
-    return list(found)
-
-
-def _relevance_order(graph: MemoryGraph, query: str) -> Iterator[str]:
+def _relevance_order(graph: MemoryGraph, query: str, *, named_only: bool = False) -> Iterator[str]:
     """Keys in injection order, lazily: the rendering stops once the budget is spent."""
-    named = match_entities(graph, query) if query else []
+    named = graph.named_in(query) if query else []
     order: dict[str, None] = dict.fromkeys(named)
     for key in named:
         for neighbour in sorted(graph.neighbours(key), key=lambda k: -graph.last_seen(k)):
             order.setdefault(neighbour, None)
     yield from order
-    yield from (key for key in graph.ranked_keys() if key not in order)
+    if not named_only:
+        yield from (key for key in graph.ranked_keys() if key not in order)
 
 
 def _entity_line(entity: EntityView) -> str:
@@ -114,28 +86,41 @@ def _relation_line(graph: MemoryGraph, relation: RelationView) -> str:
     return f"  - (history, {when}) {text}"
 
 
-def render_memory(graph: MemoryGraph, *, query: str = "", budget: int = DEFAULT_BUDGET) -> MemoryBlock:
-    """Render the most relevant facts for ``query`` within ``budget`` estimated tokens."""
+def render_memory(
+    graph: MemoryGraph,
+    *,
+    query: str = "",
+    budget: int = DEFAULT_BUDGET,
+    shown: Collection[str] = (),
+    named_only: bool = False,
+) -> MemoryBlock:
+    """Render the most relevant facts for ``query`` within ``budget`` estimated tokens.
+
+    Entity and fact lines in ``shown`` are skipped; an entity whose own line was shown can
+    still contribute facts that were not. ``named_only`` keeps to the entities ``query``
+    names and their neighbours (steps 1 and 2), leaving out the rest of the memory.
+    """
     if len(graph) == 0:
         return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=0)
     lines = [HEADER]
     used = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2
     shown_relations: set[tuple[str, str, str]] = set()
     entities = facts = misses = 0
-    for key in _relevance_order(graph, query):
+    for key in _relevance_order(graph, query, named_only=named_only):
         if misses >= _GIVE_UP_AFTER_MISSES:
             break
         entity = graph.view(key)
         if entity is None:
             continue
         line = _entity_line(entity)
-        cost = estimate_tokens(line) + 1
-        if used + cost > budget:
-            misses += 1
-            continue
-        lines.append(line)
-        used += cost
-        entities += 1
+        if line not in shown:
+            cost = estimate_tokens(line) + 1
+            if used + cost > budget:
+                misses += 1
+                continue
+            lines.append(line)
+            used += cost
+            entities += 1
         edges = sorted(
             graph.edges(key), key=lambda r: (r.valid_until is not None, r.type, r.target, r.source)
         )
@@ -143,6 +128,8 @@ def render_memory(graph: MemoryGraph, *, query: str = "", budget: int = DEFAULT_
             if relation.key in shown_relations:
                 continue
             fact = _relation_line(graph, relation)
+            if fact in shown:
+                continue
             cost = estimate_tokens(fact) + 1
             if used + cost > budget:
                 continue
@@ -150,7 +137,7 @@ def render_memory(graph: MemoryGraph, *, query: str = "", budget: int = DEFAULT_
             used += cost
             facts += 1
             shown_relations.add(relation.key)
-    if entities == 0:
+    if entities == 0 and facts == 0:
         return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=len(graph))
     lines.append(FOOTER)
     text = "\n".join(lines)

@@ -11,14 +11,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import bub
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from bub_semantic_memory.local_models import is_local_spec
+from bub_semantic_memory.backends import is_local_spec
+from bub_semantic_memory.config import ExtractorConfig
+from bub_semantic_memory.service import MemoryPolicy
+from bub_semantic_memory.transport import RetryPolicy
 
-__all__ = ["ModelEndpoint", "SemanticMemorySettings", "load_settings", "resolve_endpoint"]
+__all__ = [
+    "ModelEndpoint",
+    "SemanticMemorySettings",
+    "extractor_config",
+    "load_settings",
+    "memory_policy",
+    "resolve_endpoint",
+]
 
 # OpenAI-compatible base URLs of bub providers whose any-llm provider has no explicit api_base.
 _PROVIDER_BASE_URLS = {
@@ -58,11 +69,18 @@ class SemanticMemorySettings(bub.Settings):
         default=None, description="A prompt directory replacing the bundled one."
     )
     budget: int = Field(default=800, ge=50, description="Token budget of the injected memory block.")
+    placement: Literal["message", "system"] = Field(
+        default="message",
+        description=(
+            "Where the memory block goes: 'message' after the conversation so far, keeping the agent's "
+            "prompt prefix cacheable; 'system' in the leading system message (needs no tape context hook)."
+        ),
+    )
     every_turns: int = Field(
-        default=3, ge=1, description="Extract after every N-th user turn (and at handoffs and shutdown)."
+        default=6, ge=1, description="Extract after every N-th user turn (and at handoffs and shutdown)."
     )
     min_new_tokens: int = Field(
-        default=400, ge=0, description="Or as soon as the new transcript reaches this many tokens (0: off)."
+        default=1200, ge=0, description="Or as soon as the new transcript reaches this many tokens (0: off)."
     )
     chunk_tokens: int = Field(default=3000, ge=200, description="Transcript tokens per extraction call.")
     request_timeout: float = Field(
@@ -132,4 +150,43 @@ def resolve_endpoint(settings: SemanticMemorySettings) -> ModelEndpoint | None:
         model=settings.model or model_id,
         base_url=base_url or _PROVIDER_BASE_URLS.get(provider),
         api_key=api_key or client.get("api_key"),
+    )
+
+
+def extractor_config(settings: SemanticMemorySettings) -> ExtractorConfig | None:
+    """The plugin's extractor configuration, or None when no endpoint can be derived.
+
+    Raises:
+        ConfigurationError: a setting is invalid (an unknown mode, for example).
+    """
+    endpoint = resolve_endpoint(settings)
+    if endpoint is None:
+        return None
+    return ExtractorConfig(
+        model=endpoint.model,
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
+        mode=settings.mode,
+        prompt=settings.prompt,
+        prompts_dir=settings.prompts_dir,
+        retry=RetryPolicy(
+            request_timeout_s=settings.request_timeout,
+            reasks=settings.reasks,
+            transport_attempts=settings.transport_attempts,
+        ),
+        chunk_tokens=settings.chunk_tokens,
+        redact_patterns=tuple(settings.redact_patterns),
+        redact_allowlist=tuple(settings.redact_allowlist),
+    )
+
+
+def memory_policy(settings: SemanticMemorySettings) -> MemoryPolicy:
+    """The plugin's extraction cadence, injection budget and bounds."""
+    return MemoryPolicy(
+        budget=settings.budget,
+        every_turns=settings.every_turns,
+        min_new_tokens=settings.min_new_tokens,
+        max_concurrent=settings.max_concurrent,
+        retry_cooldown=settings.retry_cooldown,
+        checkpoint_every=settings.checkpoint_every,
     )

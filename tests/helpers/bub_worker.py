@@ -56,8 +56,8 @@ async def main(mode: str, session: str, count: int, workspace: Path) -> None:
         else:
             store = framework.get_tape_store()
             assert store is not None
-            plugin.schedule(session_tape_name(session, framework.workspace), store, force=True)
-            await plugin.drain(120)
+            plugin.memory.schedule(session_tape_name(session, framework.workspace), store, force=True)
+            await plugin.memory.drain(120)
     print(json.dumps(dict(plugin.stats)), flush=True)
 
 

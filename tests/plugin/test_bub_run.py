@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply, text_reply
+from tests.helpers.injection import injected_memory
 from tests.plugin.conftest import MAYA
 
 ORACLE = OracleResponder(entities=MAYA["entities"], relations=MAYA["relations"])
@@ -48,12 +49,11 @@ def test_bub_run_twice_remembers_the_first_turn_in_the_second_request(tmp_path: 
         extractions = [r for r in server.requests if r.tool_schema_name() is not None]
         assert len(agent_calls) == 1 and agent_calls[0].stream
         assert len(extractions) == 1  # bub run waited for the extraction at shutdown
-        assert "<memory>" not in str(agent_calls[0].messages[0]["content"])
+        assert injected_memory(agent_calls[0].messages) == ""
         assert extractions[0].body["model"] == server.model_ids[0]
 
         bub_run("Where do I live?")
         second = [r for r in server.requests if r.tool_schema_name() is None][1]
-        system = second.messages[0]
-        assert system["role"] == "system" and "Maya Lin lives in Lisbon" in str(system["content"])
+        assert "Maya Lin lives in Lisbon" in injected_memory(second.messages)
     sidecars = list((tmp_path / "bub-home" / "tapes").glob("*__sidecar__semantic_memory.jsonl"))
     assert len(sidecars) == 1

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
+import itertools
+import json
 import os
 import subprocess
 import sys
@@ -8,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from bub.framework import BubFramework
+from bub.tape import TapeContext
 
 from bub_semantic_memory.models import Entity, Relation
 from bub_semantic_memory.plugin import TAPE_STATE_KEY, SemanticMemoryPlugin
@@ -28,14 +32,26 @@ def system_message(stub_request: object) -> str:
     return str(messages[0]["content"])
 
 
+def memory_message(stub_request: object) -> str:
+    """The injected memory block ("" when none): a user-role message right before the new prompt."""
+    messages = stub_request.messages  # type: ignore[attr-defined]
+    assert "<memory>" not in system_message(stub_request), "the system prompt stays the same every turn"
+    found = [m for m in messages if "<memory>" in str(m.get("content"))]
+    if not found:
+        return ""
+    [block] = found
+    assert block["role"] == "user" and messages.index(block) == len(messages) - 2
+    return str(block["content"])
+
+
 async def test_a_fact_taught_in_one_turn_is_in_the_next_turns_context(harness: Harness) -> None:
     harness.extractions["Maya Lin"] = MAYA
     framework, plugin, stub = harness.framework()
     await harness.turn(framework, "Hi, I'm Maya Lin and I live in Lisbon.")
-    assert "<memory>" not in system_message(stub.requests[0])
+    assert memory_message(stub.requests[0]) == ""
     assert len(harness.extraction_requests()) == 1
     await harness.turn(framework, "Where does Maya live?")
-    block = system_message(stub.requests[1])
+    block = memory_message(stub.requests[1])
     assert "<memory>" in block and "Maya Lin lives in Lisbon" in block
     requests = harness.extraction_requests()
     assert len(requests) == 2  # one extraction per turn
@@ -57,7 +73,7 @@ async def test_the_turn_never_waits_for_the_extractor(harness: Harness) -> None:
         )
         turn_seconds = asyncio.get_running_loop().time() - started
         assert turn_seconds < 1.0
-        assert len(plugin._running) == 1  # still extracting in the background
+        assert len(plugin.memory.running()) == 1  # still extracting in the background
     assert len(harness.extraction_requests()) == 1  # the lifespan waited for it at shutdown
 
 
@@ -98,7 +114,7 @@ async def test_memory_survives_a_process_restart(harness: Harness) -> None:
     harness.server.responder = harness.respond
     framework, plugin, stub = harness.framework()  # a new process: new framework, new plugin
     await harness.turn(framework, "Where do I live?")
-    assert "Maya Lin lives in Lisbon" in system_message(stub.requests[0])
+    assert "Maya Lin lives in Lisbon" in memory_message(stub.requests[0])
     assert plugin.stats["loads"] == 1
 
 
@@ -109,7 +125,7 @@ async def test_two_workspaces_never_share_memory(harness: Harness, tmp_path: Pat
     harness.workspace = tmp_path / "other-workspace"
     framework, _, stub = harness.framework()
     await harness.turn(framework, "Where does Maya live?")
-    assert "<memory>" not in system_message(stub.requests[0])
+    assert memory_message(stub.requests[0]) == ""
 
 
 async def test_a_subagent_temp_session_reads_the_parents_memory_and_writes_nothing(harness: Harness) -> None:
@@ -118,10 +134,16 @@ async def test_a_subagent_temp_session_reads_the_parents_memory_and_writes_nothi
     await harness.turn(framework, "I'm Maya Lin and I live in Lisbon.")
     parent_tape = session_tape_name("cli:test", framework.workspace)
     subagent_state = {TAPE_STATE_KEY: parent_tape, "session_id": "temp/abc123"}
-    assert "Maya Lin" in plugin.system_prompt("who is Maya?", subagent_state)
+    assert plugin.system_prompt("who is Maya?", subagent_state) == ""  # the block goes in a message
+    assert "Maya Lin" in plugin.memory.block(parent_tape, "who is Maya?")
+    context = plugin.build_tape_context()
+    assert context.select is not None
+    selected = context.select([], TapeContext(state=subagent_state))
+    messages = await selected if inspect.isawaitable(selected) else selected
+    assert "Maya Lin" in messages[-1]["content"]
     requests = len(harness.server.requests)
     await plugin.save_state("temp/abc123", subagent_state, None, "")
-    assert plugin._running == {} and len(harness.server.requests) == requests
+    assert plugin.memory.running() == [] and len(harness.server.requests) == requests
 
 
 async def test_the_budget_holds_with_ten_thousand_entities(
@@ -142,9 +164,7 @@ async def test_the_budget_holds_with_ten_thousand_entities(
         make_snapshot(people, relations, tape=tape, first=1, last=1)
     )
     await harness.turn(framework, "Tell me about Person 77")
-    block = (
-        "<memory>" + system_message(stub.requests[0]).split("<memory>")[1].split("</memory>")[0] + "</memory>"
-    )
+    block = memory_message(stub.requests[0])
     assert estimate_tokens(block) <= 300
     assert "Person 77 (person)" in block
 
@@ -152,7 +172,7 @@ async def test_the_budget_holds_with_ten_thousand_entities(
 def test_constructing_the_plugin_does_no_io(tmp_path: Path) -> None:
     framework = BubFramework(config_file=tmp_path / "config.yml")
     plugin = SemanticMemoryPlugin(framework)
-    assert plugin._settings is None and plugin._extractor is None
+    assert plugin._settings is None and plugin._memory is None
     assert not Path(os.environ["BUB_HOME"]).exists()
 
 
@@ -169,8 +189,8 @@ async def test_only_one_extraction_per_tape_runs_and_at_most_one_follows(harness
         store = framework.get_tape_store()
         assert store is not None
         for _ in range(5):
-            plugin.schedule(tape, store)
-        assert len(plugin._running) == 1 and plugin.stats["follow_ups"] == 5
+            plugin.memory.schedule(tape, store)
+        assert len(plugin.memory.running()) == 1 and plugin.stats["follow_ups"] == 5
     assert len(harness.extraction_requests()) == 1  # the follow-up found nothing new
 
 
@@ -251,3 +271,50 @@ async def test_the_default_cadence_batches_turns_and_flushes_at_shutdown(
     assert len(harness.extraction_requests()) == 2  # the fourth turn was flushed at shutdown
     graph = plugin.graph(session_tape_name("cli:test", framework.workspace))
     assert graph is not None and len(graph) == 2
+
+
+@pytest.mark.parametrize("placement", ["message", "system"])
+async def test_turns_with_different_questions_keep_the_agents_prompt_prefix(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, placement: str
+) -> None:
+    """A provider's prefix cache serves every message a call shares with the previous call.
+
+    With memory notes between turns, each call's messages are, byte for byte, the start of
+    the next call's; with the block in the system message, the first message changes with
+    the question and nothing after it can be served from the cache.
+    """
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PLACEMENT", placement)
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_EVERY_TURNS", "100")  # the seeded memory stays as it is
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MIN_NEW_TOKENS", "0")
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BUDGET", "60")  # the first note cannot show everything
+    framework, _plugin, stub = harness.framework()
+    homes = [("Maya Lin", "Lisbon"), ("Tom Okafor", "Lagos"), ("Ines Silva", "Porto"), ("Ravi Rao", "Pune")]
+    entities = [
+        Entity.create(name, kind, evidence=[1])
+        for pair in homes
+        for name, kind in zip(pair, ("person", "location"), strict=True)
+    ]
+    relations = [
+        Relation(source=entities[2 * i].key, type="lives_in", target=entities[2 * i + 1].key)
+        for i in range(len(homes))
+    ]
+    import bub
+    from bub.store import FileTapeStore
+
+    tape = session_tape_name("cli:test", framework.workspace)
+    await SnapshotStore(FileTapeStore(bub.home / "tapes")).append(
+        make_snapshot(entities, relations, tape=tape, first=1, last=1)
+    )
+    for question in ("Where does Ravi live?", "Where does Tom live?", "Where does Maya live?"):
+        await harness.turn(framework, question)
+    calls = [[json.dumps(m, sort_keys=True) for m in request.messages] for request in stub.requests]
+    assert len(calls) == 3
+    if placement == "message":
+        for before, after in itertools.pairwise(calls):
+            assert after[: len(before)] == before  # the whole previous call, unchanged, then the new turn
+        notes = [m for m in calls[-1] if "<memory>" in m]
+        assert len(notes) >= 2 and "Maya Lin lives in Lisbon" in notes[-1]  # the last question got its fact
+        assert "<memory>" not in calls[-1][0]
+    else:
+        blocks = [call[0] for call in calls]
+        assert all("<memory>" in block for block in blocks) and len(set(blocks)) == 3

@@ -1,13 +1,14 @@
 """A real bub framework with the plugin, a stub agent model and an error observer.
 
 The agent never calls a provider (the stub finishes every LLM call), so the fake
-server only sees the plugin's extraction requests. Back-offs are shortened by
-patching the :class:`RetryPolicy` the plugin builds (it has no setting for them).
+server only sees the plugin's extraction requests. Back-offs are shortened through the
+plugin's ``tune_extractor`` argument (there is no setting for them).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from bub.framework import BubFramework
 from bub.hooks import hookimpl
 from bub.store import FileTapeStore
 
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.plugin import SemanticMemoryPlugin
 from bub_semantic_memory.store import SnapshotStore, session_tape_name
 from bub_semantic_memory.testing import FakeOpenAIServer
@@ -43,6 +45,7 @@ class BubRig:
     tmp_path: Path
     server: FakeOpenAIServer
     workspace: Path
+    tune_extractor: Callable[[ExtractorConfig], ExtractorConfig] | None = None
     framework: BubFramework = field(init=False)
     plugin: SemanticMemoryPlugin = field(init=False)
     stub: StubModel = field(init=False)
@@ -50,7 +53,9 @@ class BubRig:
     unhandled: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.framework, self.plugin, self.stub = make_framework(self.tmp_path / "config.yml", self.workspace)
+        self.framework, self.plugin, self.stub = make_framework(
+            self.tmp_path / "config.yml", self.workspace, self.tune_extractor
+        )
         self.observer = ErrorObserver()
         self.framework.plugin_manager.register(self.observer, name="error-observer")
 
@@ -74,7 +79,7 @@ class BubRig:
 
     async def idle(self) -> None:
         """Wait until no extraction runs in the background."""
-        while running := [t for t in self.plugin._running.values() if not t.done()]:
+        while running := self.plugin.memory.running():
             await asyncio.gather(*running, return_exceptions=True)
 
     def reader(self) -> SnapshotStore:

@@ -10,6 +10,7 @@ import pytest
 
 from bub_semantic_memory.store import SnapshotStore, memory_tape_name, session_tape_name
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply, text_reply
+from tests.helpers.injection import injected_memory
 from tests.plugin.conftest import MAYA
 from tests.stores.conftest import Backend
 
@@ -46,7 +47,7 @@ async def test_bub_run_carries_memory_into_the_next_turn_on_every_store(
         assert len([r for r in server.requests if r.tool_schema_name() is not None]) == 1
         run(*bub, "run", "Where do I live?", "--session-id", SESSION)
         second = [r for r in server.requests if r.tool_schema_name() is None][1]
-        assert "Maya Lin lives in Lisbon" in str(second.messages[0]["content"])
+        assert "Maya Lin lives in Lisbon" in injected_memory(second.messages)
 
         # Outside a running agent, both CLIs read the store bub is configured with.
         show = ["memory", "show", "--session", SESSION, "--workspace", str(workspace)]

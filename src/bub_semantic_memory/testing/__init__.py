@@ -1,57 +1,14 @@
-"""Test doubles shipped with bub-semantic-memory (nothing here starts on import)."""
+"""Test doubles shipped with bub-semantic-memory (nothing here starts on import).
+
+Everything :mod:`~bub_semantic_memory.testing.fake_openai` exports (the fake server, its
+reply types and reply helpers), plus :class:`OracleResponder`.
+"""
 
 from __future__ import annotations
 
-from bub_semantic_memory.testing.fake_openai import (
-    CHAT_COMPLETIONS_PATH,
-    DEFAULT_USAGE,
-    MODELS_PATH,
-    CompletionReply,
-    DelayReply,
-    FakeOpenAIServer,
-    RawReply,
-    RecordedRequest,
-    Reply,
-    ResetReply,
-    Responder,
-    ToolCall,
-    closed_port_url,
-    delay_reply,
-    empty_choices_reply,
-    json_content_reply,
-    length_reply,
-    raw_reply,
-    refusal_reply,
-    reset_reply,
-    status_reply,
-    text_reply,
-    tool_call_reply,
-)
+from bub_semantic_memory.testing import fake_openai
+from bub_semantic_memory.testing.fake_openai import *  # noqa: F403
 from bub_semantic_memory.testing.oracle import OracleResponder
 
-__all__ = [
-    "CHAT_COMPLETIONS_PATH",
-    "DEFAULT_USAGE",
-    "MODELS_PATH",
-    "CompletionReply",
-    "DelayReply",
-    "FakeOpenAIServer",
-    "OracleResponder",
-    "RawReply",
-    "RecordedRequest",
-    "Reply",
-    "ResetReply",
-    "Responder",
-    "ToolCall",
-    "closed_port_url",
-    "delay_reply",
-    "empty_choices_reply",
-    "json_content_reply",
-    "length_reply",
-    "raw_reply",
-    "refusal_reply",
-    "reset_reply",
-    "status_reply",
-    "text_reply",
-    "tool_call_reply",
-]
+__all__ = ["OracleResponder"]
+__all__ += fake_openai.__all__

@@ -1,0 +1,144 @@
+"""The memory service on its own: no bub framework, an in-memory tape store, a scripted extractor."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+from bub.store import InMemoryTapeStore
+from bub.tape import TapeEntry
+
+from bub_semantic_memory.graph import MemoryGraph
+from bub_semantic_memory.models import Entity, Relation, Snapshot
+from bub_semantic_memory.prompts import PromptLibrary
+from bub_semantic_memory.service import MemoryPolicy, MemoryService
+from bub_semantic_memory.store import SnapshotStore
+from tests.conftest import make_snapshot
+
+TAPE = "service-tape"
+ONTOLOGY = PromptLibrary().load("extract@1").ontology
+
+
+class ScriptedExtractor:
+    """Extracts 'Maya Lin lives in Lisbon' from whatever follows the watermark; can be told to fail."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.fail = False
+        self.closed = False
+
+    async def iter_extract(
+        self, entries: Sequence[Any], *, tape: str, memory: MemoryGraph | None = None
+    ) -> AsyncIterator[Snapshot]:
+        new = [e for e in entries if e.id > (memory.watermark if memory else 0)]
+        self.calls.append((new[0].id, new[-1].id) if new else (0, 0))
+        if self.fail:
+            raise RuntimeError("endpoint down")
+        if not new:
+            return
+        maya, lisbon = Entity.create("Maya Lin", "person"), Entity.create("Lisbon", "location")
+        relation = Relation(source=maya.key, type="lives_in", target=lisbon.key)
+        yield make_snapshot([maya, lisbon], [relation], tape=tape, first=new[0].id, last=new[-1].id)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def user_turns(store: InMemoryTapeStore, *texts: str) -> None:
+    for text in texts:
+        store.append(TAPE, TapeEntry.message({"role": "user", "content": text}))
+        store.append(TAPE, TapeEntry.message({"role": "assistant", "content": "ok"}))
+
+
+def service(extractor: ScriptedExtractor | None, **policy: Any) -> MemoryService:
+    return MemoryService(
+        ontology=lambda: ONTOLOGY,
+        extractor=lambda: extractor,  # type: ignore[arg-type,return-value]
+        policy=MemoryPolicy(**{"every_turns": 2, "min_new_tokens": 0, "retry_cooldown": 60.0, **policy}),
+    )
+
+
+async def settle(memory: MemoryService) -> None:
+    while tasks := memory.running():
+        await asyncio.gather(*tasks)
+
+
+async def test_a_due_extraction_is_stored_and_rendered() -> None:
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    memory = service(extractor)
+    user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    assert extractor.calls == [(1, 4)] and memory.stats["snapshots"] == 1
+    assert "Maya Lin lives in Lisbon" in memory.block(TAPE, "where does Maya live?")
+    stored = await SnapshotStore(store).load_graph(TAPE, ONTOLOGY)
+    assert stored.graph.watermark == 4  # the store kept what the graph learned
+
+
+async def test_the_cadence_defers_until_enough_turns_and_drain_flushes() -> None:
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    memory = service(extractor)
+    user_turns(store, "one turn only")
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    assert extractor.calls == [] and memory.stats["deferred"] == 1
+    await memory.drain(5.0)
+    assert extractor.calls == [(1, 2)] and extractor.closed
+    assert memory.block(TAPE, "") != ""
+
+
+def test_the_cadence_rule() -> None:
+    memory = service(None, every_turns=3, min_new_tokens=0)
+    entries = [
+        dataclasses.replace(TapeEntry.message({"role": "user", "content": "x"}), id=i) for i in (1, 2, 3)
+    ]
+    assert memory.extraction_due(entries, watermark=0)
+    assert not memory.extraction_due(entries, watermark=1)  # two new turns
+    handoff = dataclasses.replace(TapeEntry.anchor("phase/2"), id=4)
+    assert memory.extraction_due([*entries, handoff], watermark=3)
+    start = dataclasses.replace(TapeEntry.anchor("session/start"), id=4)
+    assert not memory.extraction_due([*entries, start], watermark=3)
+
+
+async def test_a_failure_is_counted_and_the_tape_cools_down() -> None:
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    extractor.fail = True
+    memory = service(extractor)
+    user_turns(store, "a", "b")
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    assert memory.stats["extraction_failures"] == 1
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    assert memory.stats["cooldown_skips"] == 1 and len(extractor.calls) == 1
+    graph = memory.graph(TAPE)
+    assert graph is not None and graph.watermark == 0  # nothing stored, nothing skipped
+
+
+async def test_without_an_extractor_nothing_is_extracted_and_nothing_fails() -> None:
+    store = InMemoryTapeStore()
+    memory = service(None)
+    user_turns(store, "a", "b")
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    assert memory.stats["extraction_failures"] == 0 and memory.stats["snapshots"] == 0
+
+
+@pytest.mark.parametrize("budget", [60, 800])
+async def test_a_block_leaves_out_what_was_shown(budget: int) -> None:
+    store = InMemoryTapeStore()
+    people = [Entity.create(f"Person {i}", "person") for i in range(20)]
+    await SnapshotStore(store).append(make_snapshot(people, tape=TAPE))
+    memory = service(None, budget=budget)
+    await memory.load(TAPE, store)
+    first = memory.block(TAPE, "")
+    shown = {line for line in first.splitlines() if line.startswith("- ")}
+    assert shown
+    later = memory.block(TAPE, "What about Person 3 and Person 19?", shown=shown)
+    later_lines = {line for line in later.splitlines() if line.startswith("- ")}
+    assert not later_lines & shown
+    named = {"- Person 3 (person)", "- Person 19 (person)"}
+    assert later_lines == named - shown  # only what the question names, and only if new
