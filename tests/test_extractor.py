@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import time
@@ -89,6 +90,22 @@ async def test_a_valid_first_answer_becomes_a_snapshot(fake_openai: FakeOpenAISe
     body = fake_openai.requests[0].body
     assert body["tool_choice"]["function"]["name"] == "Extraction"
     assert body["temperature"] == 0.0
+
+
+async def test_tokens_a_provider_served_from_its_prefix_cache_are_counted(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    reask = tool_call_reply("Extraction", {"entities": [{"name": "Alice Chen", "type": "wizard"}]})
+    fake_openai.enqueue(
+        dataclasses.replace(reask, cached_tokens=64), dataclasses.replace(good(), cached_tokens=96)
+    )
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert (snapshot.usage.prompt_tokens, snapshot.usage.cached_tokens) == (200, 160)
+    fake_openai.enqueue(good())  # a provider that says nothing about its cache
+    async with extractor(fake_openai) as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert snapshot.usage.cached_tokens == 0
 
 
 async def test_the_transcript_is_sent_as_delimited_data(fake_openai: FakeOpenAIServer) -> None:
@@ -242,8 +259,10 @@ def test_windows_are_planned_to_fit_the_backends_context() -> None:
 
     local = ExtractorConfig(model="local:/x.gguf", prompt="extract@1")
     small = Extractor(local, backend=SmallContext())
-    # 4096 - 1024 (answer) - 2000 (prompt) - 250 (overlap) - 50 x 12 (known entities) = 222 -> the 300 floor.
-    assert small.chunk_tokens == 300 and small.max_output_tokens == 1024
+    # 4096 - 1024 (answer) - 2000 (prompt) - 250 (overlap) - 20 x 12 (known entities) = 582.
+    assert small.chunk_tokens == 582 and small.max_output_tokens == 1024
+    tiny = Extractor(local.replace(max_known_entities=50), backend=SmallContext())
+    assert tiny.chunk_tokens == 300  # 4096 - 1024 - 2000 - 250 - 600 = 222, raised to the 300 floor
     SmallContext.context_tokens = 32_768
     assert Extractor(local, backend=SmallContext()).chunk_tokens == 1500
     assert extractor_without_context().chunk_tokens == 3000

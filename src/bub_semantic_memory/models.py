@@ -174,9 +174,12 @@ class Usage(BaseModel):
         attempts: model responses received and validated (first answers plus re-asks).
         reasks: validation re-asks (0 means the first answer was valid).
         latency_s: wall time of the whole call, retries and back-off included.
+        cached_tokens: prompt tokens the provider served from its prefix cache, when it
+            says so (``usage.prompt_tokens_details.cached_tokens``); 0 otherwise.
     """
 
     prompt_tokens: int = 0
+    cached_tokens: int = 0
     completion_tokens: int = 0
     requests: int = 0
     attempts: int = 0
@@ -186,6 +189,7 @@ class Usage(BaseModel):
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             requests=self.requests + other.requests,
             attempts=self.attempts + other.attempts,

@@ -101,6 +101,8 @@ class CallLedger:
         if response.usage is not None:
             self.usage.prompt_tokens += response.usage.prompt_tokens or 0
             self.usage.completion_tokens += response.usage.completion_tokens or 0
+            details = response.usage.prompt_tokens_details
+            self.usage.cached_tokens += (details.cached_tokens or 0) if details is not None else 0
 
     def record_response(self, response: ChatCompletion) -> None:
         self.usage.attempts += 1
@@ -269,14 +271,19 @@ async def send_with_retries(
             with attempt:
                 if ledger.usage.requests >= policy.max_requests:
                     raise _RequestBudgetExceeded(
-                        f"request cap reached ({policy.max_requests} requests)", transient=False
+                        f"request cap reached ({policy.max_requests} requests){_after(ledger)}",
+                        transient=False,
                     )
                 if ledger.remaining_s() <= 0:
                     raise _RequestBudgetExceeded(
-                        f"deadline of {policy.deadline_s:g}s reached", transient=False
+                        f"deadline of {policy.deadline_s:g}s reached{_after(ledger)}", transient=False
                     )
                 ledger.usage.requests += 1
-                response = await send()
+                try:
+                    response = await send()
+                except Exception as exc:
+                    ledger.last_error = _describe(exc)  # kept for the budget error, if one follows
+                    raise
                 if not isinstance(getattr(response, "choices", None), list):
                     # The client hands back the raw text of a non-JSON content type (text/html).
                     raise _NotACompletion(type(response).__name__)
@@ -295,3 +302,7 @@ async def send_with_retries(
             reason = f"{reason} (gave up after {ledger.usage.requests} requests)"
         raise EndpointFailure(reason, transient=transient) from exc
     raise AssertionError("unreachable: tenacity either returns or raises")  # pragma: no cover
+
+
+def _after(ledger: CallLedger) -> str:
+    return f"; last failure: {ledger.last_error}" if ledger.last_error else ""

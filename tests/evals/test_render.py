@@ -323,6 +323,7 @@ def test_markdown_snapshot() -> None:
             mean_attempts=1.0,
             calls=1,
             prompt_tokens=1000,
+            cached_tokens=400,
             completion_tokens=50,
             requests_made=1,
             latency_p50_s=0.5,
@@ -365,6 +366,7 @@ def test_markdown_snapshot() -> None:
 | Success rate | 100.0% |
 | Mean attempts | 1.00 |
 | Prompt tokens | 1,000 |
+| Cached prompt tokens | 400 |
 | Completion tokens | 50 |
 | Requests made | 1 |
 | Cached fixtures | 0 |

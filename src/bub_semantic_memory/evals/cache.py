@@ -18,8 +18,10 @@ next run tries again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -28,6 +30,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from bub_semantic_memory.errors import ExtractionError, OutputTruncatedError, ValidationExhaustedError
 from bub_semantic_memory.models import Snapshot, Usage
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "CACHEABLE_FAILURES",
@@ -111,11 +115,14 @@ class ResponseCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> CachedExtraction | None:
-        """The cached extraction, or None (a corrupt file counts as a miss)."""
+        """The cached extraction, or None (a corrupt or unreadable file counts as a miss)."""
         path = self._path(key)
         try:
             cached = CachedExtraction.model_validate_json(path.read_bytes())
         except (FileNotFoundError, ValidationError):
+            return None
+        except OSError as exc:  # a directory where the file should be, no permission...
+            logger.warning("eval cache: cannot read %s, treated as a miss: %s", path, exc)
             return None
         return cached if cached.key == key else None
 
@@ -126,10 +133,19 @@ class ResponseCache:
         snapshots: list[Snapshot],
         failure: CachedFailure | None = None,
     ) -> None:
-        """Store an extraction (complete, or ended by the model's ``failure``) under ``key``."""
+        """Store an extraction (complete, or ended by the model's ``failure``) under ``key``.
+
+        A cache that cannot be written (read-only, disk full) is logged, never raised: the
+        run's results do not depend on it.
+        """
         path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         entry = CachedExtraction(key=key, key_fields=key_fields, snapshots=snapshots, failure=failure)
-        tmp.write_text(entry.model_dump_json(), encoding="utf-8")
-        tmp.replace(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(entry.model_dump_json(), encoding="utf-8")
+            tmp.replace(path)
+        except OSError as exc:
+            logger.warning("eval cache: cannot store %s, the run goes on without it: %s", path, exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)

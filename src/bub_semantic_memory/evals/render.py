@@ -221,6 +221,7 @@ _SUMMARY_ROWS: tuple[_SummaryRow, ...] = (
         higher_is_better=False,
     ),
     _SummaryRow("Prompt tokens", lambda m: m.prompt_tokens, _count, cache_note="tokens"),
+    _SummaryRow("Cached prompt tokens", lambda m: m.cached_tokens, _count, cache_note="tokens"),
     _SummaryRow("Completion tokens", lambda m: m.completion_tokens, _count, cache_note="tokens"),
     _SummaryRow("Requests made", lambda m: m.requests_made, _count),
     _SummaryRow("Cached fixtures", lambda m: m.cached_fixtures, _count),

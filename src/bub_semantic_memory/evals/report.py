@@ -92,6 +92,9 @@ class Metrics(BaseModel):
     mean_attempts: float = Field(description="Model answers per extraction call (1.0: no re-asks).")
     calls: int = 0
     prompt_tokens: int = 0
+    cached_tokens: int = Field(
+        default=0, description="Prompt tokens the endpoint reported as served from its prefix cache."
+    )
     completion_tokens: int = 0
     requests_made: int = Field(
         default=0, description="HTTP requests made by this run (0 for a cached re-run)."

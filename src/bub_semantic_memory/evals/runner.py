@@ -223,6 +223,7 @@ def _metrics(results: Sequence[FixtureResult], scores: Sequence[FixtureScore]) -
         mean_attempts=round(attempts / calls, 4) if calls else 0.0,
         calls=calls,
         prompt_tokens=sum(r.usage.prompt_tokens for r in results),
+        cached_tokens=sum(r.usage.cached_tokens for r in results),
         completion_tokens=sum(r.usage.completion_tokens for r in results),
         requests_made=sum(r.requests_made for r in results),
         cached_fixtures=sum(1 for r in results if r.cached),

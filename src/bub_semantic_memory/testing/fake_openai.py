@@ -199,7 +199,9 @@ class CompletionReply(Reply):
     """A successful chat completion, sent as JSON or, for ``"stream": true`` requests, as SSE chunks.
 
     ``model=None`` echoes the request's model. ``empty_choices`` sends ``"choices": []``.
-    ``usage`` is ``(prompt_tokens, completion_tokens)`` or ``None`` to omit it.
+    ``usage`` is ``(prompt_tokens, completion_tokens)`` or ``None`` to omit it;
+    ``cached_tokens`` adds ``usage.prompt_tokens_details.cached_tokens`` as providers with a
+    prefix cache report it.
     """
 
     content: str | None = None
@@ -208,6 +210,7 @@ class CompletionReply(Reply):
     usage: tuple[int, int] | None = DEFAULT_USAGE
     empty_choices: bool = False
     model: str | None = None
+    cached_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,9 +366,16 @@ def closed_port_url() -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def _usage(usage: tuple[int, int]) -> dict[str, int]:
+def _usage(usage: tuple[int, int], cached_tokens: int | None = None) -> dict[str, Any]:
     prompt, completion = usage
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    document: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if cached_tokens is not None:
+        document["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return document
 
 
 def _split(text: str, pieces: int = _STREAM_PIECES) -> list[str]:
@@ -402,7 +412,7 @@ def _completion(reply: CompletionReply, completion_id: str, model: str) -> dict[
         "choices": choices,
     }
     if reply.usage is not None:
-        document["usage"] = _usage(reply.usage)
+        document["usage"] = _usage(reply.usage, reply.cached_tokens)
     return document
 
 
@@ -453,7 +463,7 @@ def _chunks(reply: CompletionReply, completion_id: str, model: str, include_usag
             yield chunk([{"index": 0, "delta": delta, "logprobs": None, "finish_reason": None}])
         yield chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": reply.finish_reason}])
     if include_usage and reply.usage is not None:
-        yield chunk([], _usage(reply.usage))
+        yield chunk([], _usage(reply.usage, reply.cached_tokens))
 
 
 # --------------------------------------------------------------------------------------------------
