@@ -193,19 +193,19 @@ class SemanticMemoryPlugin:
 
         builtin = default_tape_context()
         select = builtin.select
-        assert select is not None  # bub's default context always selects
+        if select is None:  # not bub 0.5's default context: leave it as it is
+            return builtin
 
         async def select_with_notes(
             entries: Iterable[TapeEntry], context: TapeContext
         ) -> list[dict[str, Any]]:
             entries = list(entries)
-            notes: list[MemoryNote] = []
             try:
-                notes = self._notes(entries, context.state)
+                return await split_at_notes(select, entries, context, self._notes(entries, context.state))
             except Exception as exc:
                 self.stats["injection_failures"] += 1
                 logger.warning("semantic memory: no memory notes this call: %s", exc)
-            return await split_at_notes(select, entries, context, notes)
+            return await split_at_notes(select, entries, context, [])  # bub's own selection, unchanged
 
         return TapeContext(anchor=builtin.anchor, select=select_with_notes, state=builtin.state)
 

@@ -318,3 +318,21 @@ async def test_turns_with_different_questions_keep_the_agents_prompt_prefix(
     else:
         blocks = [call[0] for call in calls]
         assert all("<memory>" in block for block in blocks) and len(set(blocks)) == 3
+
+
+async def test_a_failing_note_leaves_bubs_own_context_and_the_turn_goes_on(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness.extractions["Maya Lin"] = MAYA
+    framework, plugin, stub = harness.framework()
+    await harness.turn(framework, "Hi, I'm Maya Lin and I live in Lisbon.")
+
+    def broken(*args: object, **kwargs: object) -> str:
+        raise RuntimeError("render bug")
+
+    monkeypatch.setattr(plugin.memory, "block", broken)
+    result = await harness.turn(framework, "Where does Maya live?")
+    assert result.model_output == "ok" and plugin.stats["injection_failures"] == 1
+    messages = stub.requests[-1].messages
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]  # no note, nothing lost
+    assert "<memory>" not in json.dumps(messages)
