@@ -137,8 +137,12 @@ async def test_a_block_leaves_out_what_was_shown(budget: int) -> None:
     first = memory.block(TAPE, "")
     shown = {line for line in first.splitlines() if line.startswith("- ")}
     assert shown
-    later = memory.block(TAPE, "What about Person 3 and Person 19?", shown=shown)
+    question = "What about Person 3 and Person 19?"
+    later = memory.block(TAPE, question, shown=shown, named_only=True)
     later_lines = {line for line in later.splitlines() if line.startswith("- ")}
     assert not later_lines & shown
     named = {"- Person 3 (person)", "- Person 19 (person)"}
     assert later_lines == named - shown  # only what the question names, and only if new
+    topped_up = memory.block(TAPE, question, shown=shown)
+    topped_lines = {line for line in topped_up.splitlines() if line.startswith("- ")}
+    assert not topped_lines & shown and named - shown <= topped_lines  # the rest of the memory too

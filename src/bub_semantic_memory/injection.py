@@ -14,12 +14,14 @@ So memory goes into the context as *notes*, user-role messages placed between tu
 * On every later call (tool rounds, later turns), each note is put back exactly where it
   was, so the context up to the newest note is byte-identical to the previous call's.
 
-A note's place is the number of context entries before it: entry ids cannot say it,
-since a turn's own entries are numbered by bub's in-memory fork until they are merged
-back. When the context starts at another entry (a handoff) or holds fewer entries than a
-note's place (the tape was reset), the notes are dropped, and what they showed may be
-shown again. Notes live in this process; after a restart the first call renders a full
-note again (the cache misses once).
+A note's place is the number of context entries before it, checked on every call against
+a fingerprint (kind and date) of the entry right before it: entry ids cannot say it, since
+a turn's own entries are numbered by bub's in-memory fork until they are merged back, and a
+reset store numbers from 1 again. A context is known by the fingerprint of its first entry;
+when that changes (a handoff, a reset) the notes are dropped and what they showed may be
+shown again. A note whose place no longer matches is left out of that call, and no note is
+ever put between a tool call and its result. Notes live in this process; after a restart
+the first call renders a full note again (the cache misses once).
 """
 
 from __future__ import annotations
@@ -29,16 +31,31 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MemoryNote", "NoteBook", "note_message", "split_at_notes"]
+__all__ = ["MemoryNote", "NoteBook", "fingerprint", "note_message", "shown_lines", "split_at_notes"]
+
+
+type Fingerprint = tuple[str, str]
+
+
+def fingerprint(entry: Any) -> Fingerprint:
+    """What identifies a tape entry across bub's fork and merge (which renumber ids): kind and date."""
+    return (str(getattr(entry, "kind", "")), str(getattr(entry, "date", "")))
 
 
 @dataclass(frozen=True)
 class MemoryNote:
-    """A note placed after the first ``position`` entries of the context."""
+    """A note placed after the first ``position`` entries of the context.
+
+    Attributes:
+        after: the fingerprint of the entry right before the note (None at position 0).
+        graph_version: the memory graph's version when the note was rendered.
+    """
 
     position: int
+    after: Fingerprint | None
     text: str
     lines: frozenset[str]
+    graph_version: int = 0
 
 
 @dataclass
@@ -46,28 +63,47 @@ class NoteBook:
     """The notes of one session's context, oldest first.
 
     Attributes:
-        first_entry: the id of the context's first entry when the notes were placed.
+        context: the fingerprint of the context's first entry when the notes were placed.
     """
 
     notes: list[MemoryNote] = field(default_factory=list)
-    first_entry: int | None = None
+    context: Fingerprint | None = None
 
-    def in_context(self, first_entry: int | None, entries: int) -> list[MemoryNote]:
-        """The notes that still belong to a context of ``entries`` entries starting at ``first_entry``."""
-        if first_entry != self.first_entry:
-            self.notes, self.first_entry = [], first_entry  # a new context (a handoff, a reset)
-        self.notes = [n for n in self.notes if n.position <= entries]
-        return self.notes
+    def in_context(self, entries: Sequence[Any]) -> list[MemoryNote]:
+        """The notes that belong where they were in this call's ``entries``.
 
-    def shown(self) -> set[str]:
-        """Every memory line the notes in context carry."""
-        return {line for note in self.notes for line in note.lines}
+        A context whose first entry is another one starts a new book (a handoff, a reset).
+        """
+        first = fingerprint(entries[0]) if entries else None
+        if first != self.context:
+            self.notes, self.context = [], first
+        return [note for note in self.notes if _still_fits(note, entries)]
 
-    def add(self, position: int, text: str) -> MemoryNote:
+    def add(self, entries: Sequence[Any], text: str, graph_version: int) -> MemoryNote | None:
+        """Place a note after ``entries``; None where it cannot go (right after a tool call)."""
+        if entries and getattr(entries[-1], "kind", "") == "tool_call":
+            return None
         lines = frozenset(line for line in text.splitlines() if line.lstrip().startswith("- "))
-        note = MemoryNote(position, text, lines)
+        after = fingerprint(entries[-1]) if entries else None
+        note = MemoryNote(len(entries), after, text, lines, graph_version)
         self.notes.append(note)
         return note
+
+
+def shown_lines(notes: Iterable[MemoryNote]) -> set[str]:
+    """Every memory line the given notes carry."""
+    return {line for note in notes for line in note.lines}
+
+
+def _still_fits(note: MemoryNote, entries: Sequence[Any]) -> bool:
+    if note.position > len(entries):
+        return False
+    if note.position == 0:
+        return note.after is None
+    if fingerprint(entries[note.position - 1]) != note.after:
+        return False
+    following = entries[note.position] if note.position < len(entries) else None
+    return getattr(following, "kind", "") != "tool_result"
 
 
 def note_message(note: MemoryNote) -> dict[str, str]:

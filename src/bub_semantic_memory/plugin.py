@@ -43,7 +43,7 @@ from bub import hookimpl
 from bub.tape import TapeContext
 
 from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.injection import MemoryNote, NoteBook, split_at_notes
+from bub_semantic_memory.injection import MemoryNote, NoteBook, shown_lines, split_at_notes
 from bub_semantic_memory.service import MemoryService
 from bub_semantic_memory.store import MemorySidecar, session_tape_name
 from bub_semantic_memory.transcript import strip_bub_header
@@ -66,6 +66,7 @@ TAPE_STATE_KEY = "_semantic_memory_tape"
 QUERY_STATE_KEY = "_semantic_memory_query"
 NEW_TURN_STATE_KEY = "_semantic_memory_new_turn"
 _MAX_NOTEBOOKS = 1024
+_OURS = "_semantic_memory_notes"
 
 
 class SemanticMemoryPlugin:
@@ -96,7 +97,7 @@ class SemanticMemoryPlugin:
         self.stats: Counter[str] = Counter()
         self._settings: SemanticMemorySettings | None = None
         self._memory: MemoryService | None = None
-        self._notebooks: dict[str, NoteBook] = {}
+        self._warned_foreign_context = False
 
     # -- lazy configuration --------------------------------------------------------
 
@@ -179,13 +180,29 @@ class SemanticMemoryPlugin:
             if query:
                 state[QUERY_STATE_KEY] = query  # later steps of a turn keep the turn's question
                 state[NEW_TURN_STATE_KEY] = True  # this call appends a new message: a note may go before it
-            if self.settings.placement != "system":
+            if self.settings.placement == "message" and self._notes_in_use(state):
                 return ""
             return self._block_for(state)
         except Exception as exc:
             self.stats["injection_failures"] += 1
             logger.warning("semantic memory: no memory block this call: %s", exc)
             return ""
+
+    def _notes_in_use(self, state: dict[str, Any]) -> bool:
+        """Whether this agent's context is ours: another plugin's ``build_tape_context`` may have won,
+        and then memory falls back to the system message instead of disappearing."""
+        agent = state.get("_runtime_agent")
+        context = getattr(getattr(agent, "tape", None), "context", None)
+        if context is None:
+            return True  # not an agent turn bub describes: nothing to check against
+        ours = getattr(context.select, _OURS, False)
+        if not ours and not self._warned_foreign_context:
+            self._warned_foreign_context = True
+            logger.warning(
+                "semantic memory: another plugin provides the tape context; "
+                "memory goes into the system message instead of notes (placement=system)"
+            )
+        return bool(ours)
 
     @hookimpl
     def build_tape_context(self) -> TapeContext:
@@ -195,37 +212,68 @@ class SemanticMemoryPlugin:
         select = builtin.select
         if select is None:  # not bub 0.5's default context: leave it as it is
             return builtin
+        notebooks: dict[str, NoteBook] = {}  # this agent's sessions only
 
         async def select_with_notes(
             entries: Iterable[TapeEntry], context: TapeContext
         ) -> list[dict[str, Any]]:
             entries = list(entries)
             try:
-                return await split_at_notes(select, entries, context, self._notes(entries, context.state))
+                notes = self._notes(notebooks, entries, context.state)
             except Exception as exc:
                 self.stats["injection_failures"] += 1
                 logger.warning("semantic memory: no memory notes this call: %s", exc)
-            return await split_at_notes(select, entries, context, [])  # bub's own selection, unchanged
+                notes = []
+            return await split_at_notes(select, entries, context, notes)
 
+        setattr(select_with_notes, _OURS, True)
         return TapeContext(anchor=builtin.anchor, select=select_with_notes, state=builtin.state)
 
-    def _notes(self, entries: list[TapeEntry], state: dict[str, Any]) -> list[MemoryNote]:
+    def _notes(
+        self, notebooks: dict[str, NoteBook], entries: list[TapeEntry], state: dict[str, Any]
+    ) -> list[MemoryNote]:
         """The notes of this session's context, with a new one when this call starts a turn."""
         new_turn = state.pop(NEW_TURN_STATE_KEY, False)
         if not self.settings.enabled or self.settings.placement != "message":
             return []
         session = self._tape_of(state) or str(state.get(TAPE_STATE_KEY) or "")
-        book = self._notebooks.pop(session, None) or NoteBook()
-        self._notebooks[session] = book  # most recently used last
-        if len(self._notebooks) > _MAX_NOTEBOOKS:
-            del self._notebooks[next(iter(self._notebooks))]  # that session's next call starts a new note
-        notes = book.in_context(entries[0].id if entries else None, len(entries))
+        book = notebooks.pop(session, None) or NoteBook()
+        notebooks[session] = book  # most recently used last
+        if len(notebooks) > _MAX_NOTEBOOKS:
+            del notebooks[next(iter(notebooks))]  # that session's next call starts a new note
+        notes = book.in_context(entries)
         if new_turn:
-            tape = str(state.get(TAPE_STATE_KEY) or session)
-            text = self.memory.block(tape, str(state.get(QUERY_STATE_KEY, "")), shown=book.shown())
-            if text:
-                book.add(len(entries), text)
+            note = self._new_note(book, notes, entries, str(state.get(TAPE_STATE_KEY) or session), state)
+            if note is not None:
+                notes.append(note)
         return notes
+
+    def _new_note(
+        self,
+        book: NoteBook,
+        notes: list[MemoryNote],
+        entries: list[TapeEntry],
+        tape: str,
+        state: dict[str, Any],
+    ) -> MemoryNote | None:
+        """A note for this turn's question with what the notes in context have not shown.
+
+        While the memory has not changed since the last note, only what the question names
+        (and its neighbours) is added; once it has (a new snapshot, say of turns a handoff
+        took out of the context), the overview is topped up too.
+        """
+        graph = self.memory.graph(tape)
+        version = graph.version if graph is not None else 0
+        overview = not notes or notes[-1].graph_version != version
+        try:
+            text = self.memory.block(
+                tape, str(state.get(QUERY_STATE_KEY, "")), shown=shown_lines(notes), named_only=not overview
+            )
+        except Exception as exc:  # the notes already in place stay where they are
+            self.stats["injection_failures"] += 1
+            logger.warning("semantic memory: no new memory note this turn: %s", exc)
+            return None
+        return book.add(entries, text, version) if text else None
 
     def _block_for(self, state: dict[str, Any]) -> str:
         tape = str(state.get(TAPE_STATE_KEY) or self._tape_of(state) or "")

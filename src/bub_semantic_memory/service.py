@@ -142,23 +142,27 @@ class MemoryService:
         if len(loaded.report.issues) > rejected:
             self.stats["unreadable_snapshots"] += len(loaded.report.issues) - rejected
 
-    def block(self, tape: str, query: str, *, shown: Collection[str] = ()) -> str:
+    def block(self, tape: str, query: str, *, shown: Collection[str] = (), named_only: bool = False) -> str:
         """The memory block for ``query`` from ``tape``'s loaded graph ("" when there is nothing).
 
         ``shown``: lines the agent already has in its context (earlier notes), left out of
-        the block; the block then keeps to what ``query`` names and its neighbours, since
-        the earlier notes already gave the overview.
+        the block. ``named_only``: only what ``query`` names and its neighbours, not the
+        rest of the memory (see :func:`render_memory`).
         """
         graph = self._graphs.get(tape)
         if graph is None or len(graph) == 0:
             return ""
-        text = self._render(tape, graph, query, shown)
+        text = self._render(tape, graph, query, shown, named_only)
         self.stats["injections"] += bool(text)
         return text
 
-    def _render(self, tape: str, graph: MemoryGraph, query: str, shown: Collection[str]) -> str:
-        if shown:  # a note: rendered once per turn, never asked for twice
-            block = render_memory(graph, query=query, budget=self.policy.budget, shown=shown, named_only=True)
+    def _render(
+        self, tape: str, graph: MemoryGraph, query: str, shown: Collection[str], named_only: bool
+    ) -> str:
+        if shown or named_only:  # a note: rendered once per turn, never asked for twice
+            block = render_memory(
+                graph, query=query, budget=self.policy.budget, shown=shown, named_only=named_only
+            )
             return block.text
         key = (tape, graph.version, query)
         cached = self._render_cache.get(key)

@@ -313,7 +313,7 @@ async def test_turns_with_different_questions_keep_the_agents_prompt_prefix(
         for before, after in itertools.pairwise(calls):
             assert after[: len(before)] == before  # the whole previous call, unchanged, then the new turn
         notes = [m for m in calls[-1] if "<memory>" in m]
-        assert len(notes) >= 2 and "Maya Lin lives in Lisbon" in notes[-1]  # the last question got its fact
+        assert len(notes) >= 2 and "Maya Lin lives in Lisbon" in "".join(notes)  # the last question's fact
         assert "<memory>" not in calls[-1][0]
     else:
         blocks = [call[0] for call in calls]
@@ -336,3 +336,25 @@ async def test_a_failing_note_leaves_bubs_own_context_and_the_turn_goes_on(
     messages = stub.requests[-1].messages
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]  # no note, nothing lost
     assert "<memory>" not in json.dumps(messages)
+
+
+async def test_memory_falls_back_to_the_system_message_when_another_plugin_owns_the_context(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    from bub.builtin.context import default_tape_context
+    from bub.hooks import hookimpl
+
+    class OtherContext:
+        @hookimpl
+        def build_tape_context(self) -> TapeContext:
+            return default_tape_context()
+
+    harness.extractions["Maya Lin"] = MAYA
+    framework, _plugin, stub = harness.framework()
+    framework.plugin_manager.register(
+        OtherContext(), name="other-context"
+    )  # newest wins the first-result hook
+    await harness.turn(framework, "Hi, I'm Maya Lin and I live in Lisbon.")
+    await harness.turn(framework, "Where does Maya live?")
+    assert "Maya Lin lives in Lisbon" in system_message(stub.requests[-1])
+    assert "another plugin provides the tape context" in caplog.text
