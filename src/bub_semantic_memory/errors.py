@@ -173,4 +173,13 @@ class FixtureError(EvalError):
 
 
 class GateError(EvalError):
-    """A candidate prompt version failed the promotion gate."""
+    """A candidate prompt version failed the promotion gate.
+
+    Attributes:
+        report: the eval report the gate decided on (an ``evals.report.Report``), so a
+            refused candidate's run is not lost; None when no run was made.
+    """
+
+    def __init__(self, message: str, *, report: object | None = None) -> None:
+        super().__init__(message)
+        self.report = report

@@ -239,9 +239,12 @@ def test_prompts_promote_exits_non_zero_when_the_gate_refuses(tmp_path: Path) ->
             app, ["prompts", "promote", "extract@2", "--base-url", server.base_url, *base]
         )
     assert refused.exit_code == 1
-    *progress, error = refused.stderr.splitlines()  # one progress line per fixture, then the error
+    *progress, wrote, error = refused.stderr.splitlines()  # a line per fixture, the report, the error
     assert error.startswith("Error: extract@2 was not promoted: relation F1 dropped")
     assert len(progress) == 12 and all(line.startswith("[") for line in progress)
+    assert wrote.startswith("Wrote ") and "report.json" in wrote
+    kept = json.loads((tmp_path / "gate" / "report.json").read_text(encoding="utf-8"))
+    assert [run["prompt"] for run in kept["runs"]] == ["extract@1", "extract@2"]  # the refusing run is kept
     listed = json.loads(
         runner.invoke(app, ["prompts", "list", "--json", "--prompts-dir", str(prompts)]).stdout
     )

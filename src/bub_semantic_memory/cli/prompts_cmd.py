@@ -203,7 +203,9 @@ def promote_prompt(
     prompts_dir: Path | None = PROMPTS_DIR,
 ) -> None:
     """Promote REF for the plugin if it does not regress against the promoted version on the fixtures."""
+    from bub_semantic_memory.errors import GateError
     from bub_semantic_memory.evals.gate import promote
+    from bub_semantic_memory.evals.report import Report
     from bub_semantic_memory.evals.runner import RunOptions
 
     config = extractor_config(
@@ -217,11 +219,22 @@ def promote_prompt(
         cache_dir=cache_dir,
     )
     selected = load_selected(fixtures, tags, [])
-    outcome = asyncio.run(
-        promote(
-            library, candidate, selected, options, tolerance=tolerance, fixtures_dir=fixtures, console=stderr
+    try:
+        outcome = asyncio.run(
+            promote(
+                library,
+                candidate,
+                selected,
+                options,
+                tolerance=tolerance,
+                fixtures_dir=fixtures,
+                console=stderr,
+            )
         )
-    )
+    except GateError as refused:
+        if isinstance(refused.report, Report):
+            print_report(refused.report, out)  # the run that refused the candidate is kept
+        raise
     print_report(outcome.report, out)
     promotion = outcome.promotion
     scores = {name: promotion.scores.get(name) for name in ("entity_f1", "relation_f1")}

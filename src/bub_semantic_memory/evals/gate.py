@@ -131,7 +131,7 @@ async def promote(
     comparison = report.comparisons[-1] if base_run is not None and report.comparisons else None
     reasons = check_gate(base_run, cand_run, tolerance=tolerance, comparison=comparison)
     if reasons:
-        raise GateError(f"{candidate} was not promoted: " + "; ".join(reasons))
+        raise GateError(f"{candidate} was not promoted: " + "; ".join(reasons), report=report)
     promotion = library.promote(
         candidate,
         model=options.model,
