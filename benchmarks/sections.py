@@ -30,6 +30,7 @@ SECTIONS: dict[int, tuple[str, str]] = {
     5: ("eval_throughput", "Eval throughput"),
     6: ("local_model", "Local model"),
     7: ("redaction", "Redaction"),
+    8: ("prefix_cache", "Prefix cache"),
 }
 
 

@@ -19,7 +19,7 @@ every recorded request. "The tape's own tokens" is the estimate over the rendere
 of all entries (``render_transcript``: user/assistant messages, tool calls and results;
 system prompts and loop events render to nothing, so they do not count). The fixed per-call
 overhead C is computed a priori: the largest of the prompt's steps rendered with an empty
-transcript, a full context section (the 250-token overlap cap), a full known-entity list (50
+transcript, a full context section (the 250-token overlap cap), a full known-entity list (20
 entities, the longest names of the tape) and, for a two-step prompt's relation step, 30 found
 entities. Informational tables show other cadences (an extraction after every turn, every
 3rd, every 5th) and the other released prompt versions.
@@ -35,6 +35,7 @@ from benchmarks.common import BenchConfig, Section, Table, isolated_env, temp_di
 from benchmarks.oracle import SchemaFollowingOracle
 from benchmarks.published import PublishedDesign
 from benchmarks.synthetic import SyntheticTape, make_tape
+from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import ExtractionError
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
@@ -126,9 +127,9 @@ def per_call_cap(prompt: PromptTemplate, tape: SyntheticTape, extractor: Extract
         for e in tape.entities
     ]
     everyone.sort(key=lambda k: -len(k.key) - len(k.name) - sum(len(a) for a in k.aliases))
-    known = everyone[: extractor.max_known_entities]
+    known = everyone[: extractor.config.max_known_entities]
     found = everyone[:MAX_ENTITIES]
-    context = " ".join(["[123] user: context"] * 400)[: extractor.overlap_tokens * 4]
+    context = " ".join(["[123] user: context"] * 400)[: extractor.config.overlap_tokens * 4]
     steps = ("entities", "relations") if prompt.strategy == "two_step" else ("all",)
     return max(
         _render_tokens(
@@ -164,7 +165,7 @@ def plugin_cadence(prompt: str, **overrides: str) -> tuple[Cadence, str]:
         plugin = SemanticMemoryPlugin(BubFramework(config_file=root / "config.yml"))
         settings = plugin.settings  # read now, inside the isolated environment; cached by the plugin
     described = f"every_turns={settings.every_turns}, min_new_tokens={settings.min_new_tokens}"
-    return plugin.extraction_due, described
+    return plugin.memory.extraction_due, described
 
 
 def every_turns(prompt: str, count: int) -> Cadence:
@@ -183,9 +184,8 @@ async def measure_ours(
     server.reset()
     started = time.perf_counter()
     graph = MemoryGraph(prompt.ontology, tape=_TAPE)
-    async with Extractor(
-        model="fake-extractor", base_url=server.base_url, api_key="bench", prompt=prompt
-    ) as extractor:
+    config = ExtractorConfig(model="fake-extractor", base_url=server.base_url, api_key="bench", prompt=prompt)
+    async with Extractor(config) as extractor:
         last = tape.turns - 1
         for turn, end in enumerate(tape.turn_ends):
             if turn != last and not due(list(tape.entries[:end]), graph.watermark):
@@ -238,7 +238,9 @@ async def compare(
     # The published design's answers do not change what it sends: skip the oracle's work.
     server.responder = _empty_extraction
     published = await measure_published(tape, prompt, server)
-    async with Extractor(model="fake-extractor", base_url=server.base_url, prompt=prompt) as probe:
+    async with Extractor(
+        ExtractorConfig(model="fake-extractor", base_url=server.base_url, prompt=prompt)
+    ) as probe:
         cap = per_call_cap(prompt, tape, probe)
     return Comparison(tape.turns, len(tape.entries), tape_tokens(tape), cap, ours, published)
 
@@ -396,9 +398,10 @@ async def run(config: BenchConfig) -> Section:
         section.tables.append(versions)
     section.notes.append(
         f"Our per-request cost is mostly fixed: prompt {prompt}'s instructions and ontology alone are "
-        f"{_template_tokens(prompt):,} tokens, plus the capped context (≤ 250) and known-entity list (≤ 50 "
-        "entities); each transcript line is sent once per request step (once for a single-call prompt, "
-        "twice for a two-step one). Extracting after every short turn therefore pays mostly overhead, while "
+        f"{_template_tokens(prompt):,} tokens, plus the capped context (≤ 250) and known-entity list (≤ "
+        f"{ExtractorConfig(model='m').max_known_entities} entities); each transcript line is sent once per "
+        "request step (once for a single-call prompt, twice for a two-step one). Extracting after every "
+        "short turn therefore pays mostly overhead, while "
         "the published design's cost grows with the square of the tape length: the ratio grows with the "
         "number of turns and with the number of turns batched into one extraction (cadence table)."
     )

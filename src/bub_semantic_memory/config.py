@@ -69,7 +69,7 @@ class ExtractorConfig:
     chunk_tokens: int | None = None
     overlap_lines: int = 4
     overlap_tokens: int = 250
-    max_known_entities: int = 50
+    max_known_entities: int = 20
     max_output_tokens: int | None = None
     temperature: float = 0.0
     redact_patterns: tuple[str, ...] = ()

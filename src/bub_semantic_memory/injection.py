@@ -123,6 +123,8 @@ async def split_at_notes(
     boundaries, where no tool call waits for its result, so the stretches build the same
     messages as one call would.
     """
+    if not notes:
+        return await _selected(select, entries, context)
     messages: list[dict[str, Any]] = []
     start = 0
     for note in sorted(notes, key=lambda n: n.position):

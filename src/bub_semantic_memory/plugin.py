@@ -33,6 +33,7 @@ because of it):
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -284,7 +285,7 @@ class SemanticMemoryPlugin:
         if not isinstance(session_id, str):
             return None
         workspace = state.get("_runtime_workspace") or self.framework.workspace
-        return session_tape_name(session_id, Path(workspace))
+        return _session_tape(session_id, str(workspace))
 
     @hookimpl
     async def save_state(
@@ -318,6 +319,12 @@ class SemanticMemoryPlugin:
     def graph(self, tape: str) -> MemoryGraph | None:
         """The in-memory graph of ``tape``, if it was loaded in this process."""
         return self.memory.graph(tape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _session_tape(session_id: str, workspace: str) -> str:
+    """``session_tape_name``, remembered: it resolves the workspace path on disk, on every model call."""
+    return session_tape_name(session_id, Path(workspace))
 
 
 def _prompt_text(prompt: str | list[dict[str, Any]]) -> str:
