@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -113,15 +112,22 @@ def test_a_template_syntax_error_names_the_section_and_line(library: PromptLibra
         library.load("extract@51")
 
 
+def _uv() -> list[str]:
+    """The uv that `make` installs into .tools/ (never the system interpreter), else one on PATH."""
+    tools = REPO / ".tools" / "bin" / "python"
+    if tools.exists():
+        return [str(tools), "-m", "uv"]
+    found = shutil.which("uv")
+    if found is None:
+        pytest.fail("uv not found: run `make setup` (it installs uv into .tools/) or put uv on PATH")
+    return [found]
+
+
 @pytest.mark.slow
 def test_the_built_wheel_ships_the_prompt_files(tmp_path: Path) -> None:
-    uv = shutil.which("uv")
-    command = (
-        [uv, "build", "--wheel", "--out-dir", str(tmp_path)]
-        if uv
-        else [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path)]
+    subprocess.run(
+        [*_uv(), "build", "--wheel", "--out-dir", str(tmp_path)], cwd=REPO, check=True, timeout=300
     )
-    subprocess.run(command, cwd=REPO, check=True, capture_output=True, timeout=300)
     wheel = next(tmp_path.glob("bub_semantic_memory-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {n for n in names if n.startswith("bub_semantic_memory/prompts/")}
