@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from bub_semantic_memory.cli import _options as opt
 from bub_semantic_memory.cli._app import PROMOTED_PROMPTS, new_app
 from bub_semantic_memory.cli._common import (
     fail,
@@ -16,20 +17,6 @@ from bub_semantic_memory.cli._common import (
     print_table,
     stderr,
     stdout,
-)
-from bub_semantic_memory.cli._options import (
-    API_KEY,
-    BASE_URL,
-    CACHE_DIR,
-    CONCURRENCY,
-    FIXTURES,
-    MODE,
-    MODEL,
-    PROMPTS_DIR,
-    TAGS,
-    extractor_config,
-    load_selected,
-    print_report,
 )
 
 if TYPE_CHECKING:
@@ -89,22 +76,22 @@ def _dataset_ontology(fixtures: Path) -> Ontology | None:
 @app.command("run")
 @handle_errors
 def run(
-    fixtures: Path = FIXTURES,
-    tags: list[str] = TAGS,
+    fixtures: Path = opt.FIXTURES,
+    tags: list[str] = opt.TAGS,
     ids: list[str] = IDS,
     prompts: list[str] = typer.Option(
         PROMOTED_PROMPTS, "--prompt", "-p", help="Prompt version, e.g. extract@3 (repeatable)."
     ),
-    model: str = MODEL,
-    base_url: str | None = BASE_URL,
-    api_key: str | None = API_KEY,
-    mode: str = MODE,
-    concurrency: int = CONCURRENCY,
+    model: str = opt.MODEL,
+    base_url: str | None = opt.BASE_URL,
+    api_key: str | None = opt.API_KEY,
+    mode: str = opt.MODE,
+    concurrency: int = opt.CONCURRENCY,
     out: Path | None = typer.Option(Path("reports/latest"), "--out", "-o", help="Where to write report.*"),
     replay: bool = typer.Option(False, "--replay", help="Use only cached responses; a miss is a failure."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Neither read nor write the response cache."),
-    cache_dir: Path = CACHE_DIR,
-    prompts_dir: Path | None = PROMPTS_DIR,
+    cache_dir: Path = opt.CACHE_DIR,
+    prompts_dir: Path | None = opt.PROMPTS_DIR,
     synonyms: Path | None = SYNONYMS,
     label_map: Path | None = LABEL_MAP,
 ) -> None:
@@ -119,11 +106,11 @@ def run(
 
     if replay and no_cache:
         fail("--replay and --no-cache exclude each other", code=2)
-    config = extractor_config(
+    config = opt.extractor_config(
         model=model, base_url=base_url, api_key=api_key, mode=mode, prompts_dir=prompts_dir
     )
     templates = [config.library().load(ref) for ref in prompts]
-    selected = load_selected(fixtures, tags, ids)
+    selected = opt.load_selected(fixtures, tags, ids)
     dataset_ontology = _dataset_ontology(fixtures)
     labels = _label_space(selected, dataset_ontology or templates[0].ontology, label_map)
     options = RunOptions(
@@ -138,7 +125,7 @@ def run(
     if note := model_note(model):
         stderr.print(f"Model: {note}", markup=False)
     report = asyncio.run(run_eval(selected, templates, options, fixtures_dir=fixtures, console=stderr))
-    print_report(report, out)
+    opt.print_report(report, out)
     misses = [r.fixture for run in report.runs for r in run.fixtures if r.error_type == "ReplayMissError"]
     if misses:
         fail(
@@ -149,18 +136,18 @@ def run(
 @app.command("score")
 @handle_errors
 def score(
-    fixtures: Path = FIXTURES,
+    fixtures: Path = opt.FIXTURES,
     predictions: Path = typer.Option(
         ..., "--predictions", help="JSONL: one prediction per fixture, shaped like gold."
     ),
-    tags: list[str] = TAGS,
+    tags: list[str] = opt.TAGS,
     ids: list[str] = IDS,
     synonyms: Path | None = SYNONYMS,
     label_map: Path | None = LABEL_MAP,
     prompt: str = typer.Option(
         "extract", "--prompt", "-p", help="Prompt version whose ontology the predictions use."
     ),
-    prompts_dir: Path | None = PROMPTS_DIR,
+    prompts_dir: Path | None = opt.PROMPTS_DIR,
     as_json: bool = typer.Option(False, "--json", help="Print the DatasetScore as JSON."),
 ) -> None:
     """Score saved predictions against the fixtures' gold, without any model.
@@ -176,7 +163,7 @@ def score(
     from bub_semantic_memory.evals.scoring import score_dataset
     from bub_semantic_memory.prompts import PromptLibrary
 
-    selected = load_selected(fixtures, tags, ids)
+    selected = opt.load_selected(fixtures, tags, ids)
     predicted = load_predictions(predictions)
     unknown = sorted(set(predicted) - {f.id for f in selected})
     if unknown:
@@ -236,7 +223,7 @@ def compare(
         runs=runs,
         comparisons=[compare_runs(runs[0], run) for run in runs[1:]],
     )
-    print_report(combined, out)
+    opt.print_report(combined, out)
 
 
 @fixtures_app.command("import")
@@ -252,7 +239,7 @@ def import_fixtures(
     prompt: str = typer.Option(
         "extract", "--prompt", "-p", help="Prompt version whose ontology the gold is checked against."
     ),
-    prompts_dir: Path | None = PROMPTS_DIR,
+    prompts_dir: Path | None = opt.PROMPTS_DIR,
 ) -> None:
     """Turn plain conversations into fixtures: a Bub tape and a gold file each.
 

@@ -10,22 +10,9 @@ from pathlib import Path
 import typer
 import yaml
 
+from bub_semantic_memory.cli import _options as opt
 from bub_semantic_memory.cli._app import new_app
 from bub_semantic_memory.cli._common import fail, handle_errors, stderr, stdout
-from bub_semantic_memory.cli._options import (
-    API_KEY,
-    BASE_URL,
-    CACHE_DIR,
-    CONCURRENCY,
-    FIXTURES,
-    MODE,
-    MODEL,
-    PROMPTS_DIR,
-    TAGS,
-    extractor_config,
-    load_selected,
-    print_report,
-)
 from bub_semantic_memory.prompts import (
     PromptLibrary,
     PromptTemplate,
@@ -55,7 +42,7 @@ def writable_library(prompts_dir: Path | None) -> PromptLibrary:
 @app.command("list")
 @handle_errors
 def list_prompts(
-    prompts_dir: Path | None = PROMPTS_DIR,
+    prompts_dir: Path | None = opt.PROMPTS_DIR,
     as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
 ) -> None:
     """List every prompt version with its status (released, promoted, draft) and sha256."""
@@ -94,7 +81,7 @@ def list_prompts(
 @handle_errors
 def show_prompt(
     ref: str = typer.Argument(..., help="e.g. extract@2, extract@latest, extract@promoted"),
-    prompts_dir: Path | None = PROMPTS_DIR,
+    prompts_dir: Path | None = opt.PROMPTS_DIR,
 ) -> None:
     """Print a prompt version's metadata and template."""
     library = _library(prompts_dir)
@@ -109,7 +96,7 @@ def show_prompt(
 def new_prompt(
     name: str = typer.Argument(..., help="Prompt name, e.g. extract"),
     base: str = typer.Option(..., "--from", help="The version to copy, e.g. extract@2"),
-    prompts_dir: Path | None = PROMPTS_DIR,
+    prompts_dir: Path | None = opt.PROMPTS_DIR,
 ) -> None:
     """Start the next version of NAME as an editable copy of --from."""
     path = writable_library(prompts_dir).new_version(name, base=base)
@@ -129,7 +116,7 @@ def _ontology_text(template: PromptTemplate) -> list[str]:
 def diff_prompts(
     old: str = typer.Argument(..., help="e.g. extract@1"),
     new: str = typer.Argument(..., help="e.g. extract@2"),
-    prompts_dir: Path | None = PROMPTS_DIR,
+    prompts_dir: Path | None = opt.PROMPTS_DIR,
 ) -> None:
     """Show what changed between two versions: template, then ontology."""
     library = _library(prompts_dir)
@@ -166,7 +153,7 @@ def diff_prompts(
 
 @app.command("release")
 @handle_errors
-def release_prompt(ref: str = typer.Argument(...), prompts_dir: Path | None = PROMPTS_DIR) -> None:
+def release_prompt(ref: str = typer.Argument(...), prompts_dir: Path | None = opt.PROMPTS_DIR) -> None:
     """Record a version's sha256 in the manifest; from then on its content may not change."""
     template = writable_library(prompts_dir).release(ref)
     stdout.print(f"Released {template} (sha256 {template.sha256}).", markup=False)
@@ -174,7 +161,7 @@ def release_prompt(ref: str = typer.Argument(...), prompts_dir: Path | None = PR
 
 @app.command("verify")
 @handle_errors
-def verify_prompts(prompts_dir: Path | None = PROMPTS_DIR) -> None:
+def verify_prompts(prompts_dir: Path | None = opt.PROMPTS_DIR) -> None:
     """Check every released version against its recorded sha256; exit 1 on a mismatch."""
     problems = _library(prompts_dir).verify()
     if problems:
@@ -186,21 +173,21 @@ def verify_prompts(prompts_dir: Path | None = PROMPTS_DIR) -> None:
 @handle_errors
 def promote_prompt(
     ref: str = typer.Argument(..., help="The candidate, e.g. extract@3."),
-    model: str = MODEL,
-    base_url: str | None = BASE_URL,
-    api_key: str | None = API_KEY,
-    mode: str = MODE,
-    fixtures: Path = FIXTURES,
-    tags: list[str] = TAGS,
+    model: str = opt.MODEL,
+    base_url: str | None = opt.BASE_URL,
+    api_key: str | None = opt.API_KEY,
+    mode: str = opt.MODE,
+    fixtures: Path = opt.FIXTURES,
+    tags: list[str] = opt.TAGS,
     tolerance: float = typer.Option(
         0.02, "--tolerance", min=0.0, help="Largest allowed drop of F1 or success rate."
     ),
-    concurrency: int = CONCURRENCY,
+    concurrency: int = opt.CONCURRENCY,
     out: Path | None = typer.Option(
         Path("reports/promote"), "--out", "-o", help="Where to write the gate's report."
     ),
-    cache_dir: Path = CACHE_DIR,
-    prompts_dir: Path | None = PROMPTS_DIR,
+    cache_dir: Path = opt.CACHE_DIR,
+    prompts_dir: Path | None = opt.PROMPTS_DIR,
 ) -> None:
     """Promote REF for the plugin if it does not regress against the promoted version on the fixtures."""
     from bub_semantic_memory.errors import GateError
@@ -208,7 +195,7 @@ def promote_prompt(
     from bub_semantic_memory.evals.report import Report
     from bub_semantic_memory.evals.runner import RunOptions
 
-    config = extractor_config(
+    config = opt.extractor_config(
         model=model, base_url=base_url, api_key=api_key, mode=mode, prompts_dir=prompts_dir
     )
     library = writable_library(prompts_dir)
@@ -218,7 +205,7 @@ def promote_prompt(
         concurrency=concurrency,
         cache_dir=cache_dir,
     )
-    selected = load_selected(fixtures, tags, [])
+    selected = opt.load_selected(fixtures, tags, [])
     try:
         outcome = asyncio.run(
             promote(
@@ -233,9 +220,9 @@ def promote_prompt(
         )
     except GateError as refused:
         if isinstance(refused.report, Report):
-            print_report(refused.report, out)  # the run that refused the candidate is kept
+            opt.print_report(refused.report, out)  # the run that refused the candidate is kept
         raise
-    print_report(outcome.report, out)
+    opt.print_report(outcome.report, out)
     promotion = outcome.promotion
     scores = {name: promotion.scores.get(name) for name in ("entity_f1", "relation_f1")}
     shown = {name: "–" if value is None else f"{value:.3f}" for name, value in scores.items()}
