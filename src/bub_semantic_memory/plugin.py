@@ -244,7 +244,7 @@ class SemanticMemoryPlugin:
             del notebooks[next(iter(notebooks))]  # that session's next call starts a new note
         notes = book.in_context(entries)
         if new_turn:
-            note = self._new_note(book, notes, entries, str(state.get(TAPE_STATE_KEY) or session), state)
+            note = self._new_note(book, notes, entries, self._memory_tape(state), state)
             if note is not None:
                 notes.append(note)
         return notes
@@ -277,8 +277,12 @@ class SemanticMemoryPlugin:
         return book.add(entries, text, version) if text else None
 
     def _block_for(self, state: dict[str, Any]) -> str:
-        tape = str(state.get(TAPE_STATE_KEY) or self._tape_of(state) or "")
-        return self.memory.block(tape, str(state.get(QUERY_STATE_KEY, "")))
+        return self.memory.block(self._memory_tape(state), str(state.get(QUERY_STATE_KEY, "")))
+
+    def _memory_tape(self, state: dict[str, Any]) -> str:
+        """The tape whose memory this turn reads: the one load_state recorded (a subagent's parent),
+        else the session's own."""
+        return str(state.get(TAPE_STATE_KEY) or self._tape_of(state) or "")
 
     def _tape_of(self, state: dict[str, Any]) -> str | None:
         session_id = state.get("session_id")
