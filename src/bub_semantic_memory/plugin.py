@@ -161,7 +161,7 @@ class SemanticMemoryPlugin:
 
     @hookimpl
     async def load_state(self, message: Any, session_id: str) -> dict[str, Any]:
-        tape = session_tape_name(session_id, self.framework.workspace)
+        tape = _session_tape(session_id, str(self.framework.workspace))
         try:
             if self.settings.enabled:
                 store = self.framework.get_tape_store()
@@ -298,7 +298,7 @@ class SemanticMemoryPlugin:
         try:
             if not self.settings.enabled or session_id.startswith("temp/"):
                 return  # bub does not merge temp/ forks back: their entries never reach the store.
-            tape = state.get(TAPE_STATE_KEY) or session_tape_name(session_id, self.framework.workspace)
+            tape = state.get(TAPE_STATE_KEY) or _session_tape(session_id, str(self.framework.workspace))
             store = self.framework.get_tape_store()
             if store is not None:
                 self.memory.schedule(tape, store)
