@@ -38,11 +38,12 @@ type RelationKey = tuple[str, str, str]
 def normalize_name(text: str) -> str:
     """Fold a name for comparison: NFKC, case-folded, punctuation to spaces, leading article dropped.
 
-    ``"The  Apollo-Project!"`` and ``"apollo project"`` normalise alike. Letters and
-    digits of every script are kept, so ``"张伟"`` stays ``"张伟"``.
+    ``"The  Apollo-Project!"`` and ``"apollo project"`` normalise alike. Letters, digits
+    and combining marks of every script are kept, so ``"张伟"`` stays ``"张伟"`` and the
+    vowel signs of ``"राम"`` stay inside the word instead of splitting it.
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
-    kept = "".join(ch if unicodedata.category(ch)[0] in "LN" else " " for ch in folded)
+    kept = "".join(ch if unicodedata.category(ch)[0] in "LNM" else " " for ch in folded)
     words = kept.split()
     if len(words) > 1 and words[0] in _ARTICLES:
         words = words[1:]
