@@ -15,7 +15,7 @@ from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Entity, Relation, Snapshot
 from bub_semantic_memory.prompts import PromptLibrary
 from bub_semantic_memory.service import MemoryPolicy, MemoryService
-from bub_semantic_memory.store import SnapshotStore
+from bub_semantic_memory.store import SnapshotStore, memory_tape_name
 from tests.conftest import make_snapshot
 
 TAPE = "service-tape"
@@ -116,6 +116,43 @@ async def test_a_failure_is_counted_and_the_tape_cools_down() -> None:
     assert memory.stats["cooldown_skips"] == 1 and len(extractor.calls) == 1
     graph = memory.graph(TAPE)
     assert graph is not None and graph.watermark == 0  # nothing stored, nothing skipped
+
+
+async def test_a_reset_tape_is_extracted_again_from_its_first_entry_and_the_old_memory_is_gone() -> None:
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    memory = service(extractor)
+    user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    assert memory.block(TAPE, "") != ""
+    store.reset(TAPE)  # what bub's tape reset does: the tape and its memory sidecar
+    store.reset(memory_tape_name(TAPE))
+    user_turns(store, "a new start")  # entries 1-2 again, not due yet by the cadence
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    assert memory.stats["tape_resets"] == 1
+    assert memory.block(TAPE, "") == ""  # the old memory is not shown any more
+    user_turns(store, "second turn")
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    assert extractor.calls == [(1, 4), (1, 4)]  # the new entries were not skipped
+    graph = memory.graph(TAPE)
+    assert graph is not None and graph.watermark == 4
+
+
+async def test_a_reset_tape_whose_memory_survived_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    memory = service(extractor)
+    user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.", "more", "and more")
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    store.reset(TAPE)  # the sidecar is left as it was
+    user_turns(store, "a", "b")
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    assert memory.stats["tape_resets"] == 1
+    assert "was not reset with it" in caplog.text
+    assert extractor.calls == [(1, 8)]
 
 
 async def test_without_an_extractor_nothing_is_extracted_and_nothing_fails() -> None:

@@ -25,7 +25,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +67,11 @@ class MemoryPolicy:
     max_concurrent: int = 2
     retry_cooldown: float = 30.0
     checkpoint_every: int = 200
+
+
+def _tape_was_reset(entries: Sequence[Any], watermark: int) -> bool:
+    """Whether the tape now ends before the entry its memory was extracted up to."""
+    return watermark > 0 and max((e.id for e in entries), default=0) < watermark
 
 
 class MemoryService:
@@ -238,6 +243,8 @@ class MemoryService:
         snapshots = SnapshotStore(store)
         graph = await self.load(tape, store)
         entries = await fetch_tape(store, tape)
+        if _tape_was_reset(entries, graph.watermark):
+            graph = await self._reload_after_reset(tape, store, graph.watermark)
         if not (force or self.extraction_due(entries, graph.watermark)):
             if any(e.id > graph.watermark for e in entries):
                 self._deferred[tape] = store
@@ -254,6 +261,28 @@ class MemoryService:
             graph.ranked_keys()  # rank here, off the model-call path, not on the next render
             await self._checkpoint_if_due(tape, snapshots, stored)
         return stored
+
+    async def _reload_after_reset(
+        self, tape: str, store: TapeStore | AsyncTapeStore, watermark: int
+    ) -> MemoryGraph:
+        """Forget this process's graph of a tape that was reset, and read its memory again.
+
+        bub's reset empties the tape and its memory sidecar, and the new entries count
+        from 1 again: a graph kept from before would go on showing the old memory and
+        skip every new entry up to its old watermark.
+        """
+        self.stats["tape_resets"] += 1
+        self._graphs.pop(tape, None)
+        self._render_cache = {key: text for key, text in self._render_cache.items() if key[0] != tape}
+        graph = await self.load(tape, store)
+        if graph.watermark >= watermark:
+            logger.warning(
+                "semantic memory: tape %s restarts below its memory (entry %d), but the memory sidecar "
+                "was not reset with it; new entries are extracted once they pass that entry",
+                tape,
+                graph.watermark,
+            )
+        return graph
 
     async def _checkpoint_if_due(self, tape: str, snapshots: SnapshotStore, stored: int) -> None:
         """Every ``checkpoint_every`` snapshots, store a checkpoint so cold loads read only the tail.
