@@ -13,7 +13,8 @@ from bub_semantic_memory.tokens import estimate_tokens
 from bub_semantic_memory.transcript import Entry, Transcript, TranscriptLine, render_transcript
 from bub_semantic_memory.window import Window, WindowPlan, plan_windows
 
-# "[n] user: " is 10 characters for a one-digit id: with a 6-letter text a line is 16 characters, 4 tokens.
+# "[n] user: " is 10 characters for a one-digit id: with a 6-letter text a line is 16 characters.
+# Joined by newlines, two such lines are 33 characters (9 tokens), three are 50 (13 tokens).
 WORD = "abcdef"
 
 
@@ -87,10 +88,17 @@ def test_entries_are_planned_in_id_order_whatever_the_input_order() -> None:
 
 
 def test_windows_stay_within_the_token_budget_and_are_packed_greedily() -> None:
-    entries = messages(range(1, 10))  # every line costs 4 tokens
-    plan = plan_windows(entries, watermark=0, chunk_tokens=12)
+    entries = messages(range(1, 10))
+    plan = plan_windows(entries, watermark=0, chunk_tokens=13)
     assert [w.lines.entry_ids for w in plan.windows] == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
-    assert all(sum(line_costs(w)) <= 12 for w in plan.windows)
+    assert all(w.tokens <= 13 for w in plan.windows)
+
+
+def test_the_budget_counts_the_text_as_sent_newlines_included() -> None:
+    # Three lines cost 4 tokens each on their own, but 13 joined: 12 tokens hold only two.
+    plan = plan_windows(messages(range(1, 7)), watermark=0, chunk_tokens=12)
+    assert [w.lines.entry_ids for w in plan.windows] == [[1, 2], [3, 4], [5, 6]]
+    assert all(sum(line_costs(w)) == 8 and w.tokens == 9 for w in plan.windows)
 
 
 def test_a_window_is_closed_only_when_the_next_line_would_overflow_it() -> None:
@@ -98,12 +106,13 @@ def test_a_window_is_closed_only_when_the_next_line_would_overflow_it() -> None:
     entries = [message(i, text) for i, text in enumerate(texts, start=1)]
     plan = plan_windows(entries, watermark=0, chunk_tokens=30)
     for window, following in pairwise(plan.windows):
-        assert sum(line_costs(window)) + line_costs(following)[0] > 30
+        assert window.tokens <= 30 or len(window.lines.lines) == 1
+        assert estimate_tokens(window.lines.text() + "\n" + following.lines.lines[0].text) > 30
 
 
 def test_entries_that_render_to_nothing_are_covered_by_the_neighbouring_window() -> None:
     entries = [event(1), message(2), event(3), message(4), message(5), event(6), event(7)]
-    plan = plan_windows(entries, watermark=0, chunk_tokens=8)  # two 4-token lines per window
+    plan = plan_windows(entries, watermark=0, chunk_tokens=9)  # two lines per window
     assert [(w.first_entry_id, w.last_entry_id) for w in plan.windows] == [(1, 4), (5, 7)]
     assert [w.lines.entry_ids for w in plan.windows] == [[2, 4], [5]]
 
@@ -141,8 +150,8 @@ def test_planning_properties_hold_for_any_tape(lengths: list[int], watermark: in
     assert new_line_ids(plan) == expected
     assert_ranges_are_contiguous(plan, expected[0], expected[-1])
     for window in plan.windows:
-        costs = line_costs(window)
-        assert sum(costs) <= chunk_tokens or len(costs) == 1  # only a lone oversized line may exceed it
+        # only a lone oversized line may exceed the budget
+        assert window.tokens <= chunk_tokens or len(window.lines.lines) == 1
         assert all(i < window.first_entry_id for i in window.context.entry_ids)
 
 
@@ -161,7 +170,7 @@ def test_context_is_the_last_lines_before_the_watermark_capped_in_lines() -> Non
 
 
 def test_later_windows_take_their_context_from_the_lines_before_them() -> None:
-    plan = plan_windows(messages(range(1, 10)), watermark=0, chunk_tokens=12, overlap_lines=2)
+    plan = plan_windows(messages(range(1, 10)), watermark=0, chunk_tokens=13, overlap_lines=2)
     assert [w.context.entry_ids for w in plan.windows] == [[], [2, 3], [5, 6]]
 
 

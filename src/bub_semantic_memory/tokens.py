@@ -9,13 +9,38 @@ which errs on the safe side of a budget).
 
 from __future__ import annotations
 
-__all__ = ["estimate_tokens"]
+from dataclasses import dataclass
+
+__all__ = ["TextSize", "estimate_tokens"]
 
 
 def estimate_tokens(text: str) -> int:
     """Estimate the tokens of ``text``; never below 1 for non-empty text."""
-    if not text:
-        return 0
-    ascii_chars = len(text.encode("ascii", "ignore"))
-    non_ascii = len(text) - ascii_chars
-    return max(1, (ascii_chars + 3) // 4 + non_ascii)
+    return TextSize.of(text).tokens
+
+
+@dataclass(frozen=True, slots=True)
+class TextSize:
+    """Characters counted the way :func:`estimate_tokens` weighs them, so texts can be summed.
+
+    The estimate rounds per text, so the estimates of lines do not add up to the estimate
+    of the lines joined; sizes do: ``TextSize.of(a) + TextSize.of("\\n") + TextSize.of(b)``
+    has the tokens of ``a + "\\n" + b``.
+    """
+
+    ascii_chars: int = 0
+    other_chars: int = 0
+
+    @classmethod
+    def of(cls, text: str) -> TextSize:
+        ascii_chars = len(text.encode("ascii", "ignore"))
+        return cls(ascii_chars, len(text) - ascii_chars)
+
+    def __add__(self, other: TextSize) -> TextSize:
+        return TextSize(self.ascii_chars + other.ascii_chars, self.other_chars + other.other_chars)
+
+    @property
+    def tokens(self) -> int:
+        if not (self.ascii_chars or self.other_chars):
+            return 0
+        return max(1, (self.ascii_chars + 3) // 4 + self.other_chars)

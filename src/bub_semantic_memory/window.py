@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bub_semantic_memory.tokens import estimate_tokens
+from bub_semantic_memory.tokens import TextSize, estimate_tokens
 from bub_semantic_memory.transcript import (
     Entry,
     LineLimits,
@@ -92,6 +92,22 @@ def _overlap(lines: Sequence[TranscriptLine], max_lines: int, max_tokens: int) -
     return Transcript(tuple(reversed(picked)))
 
 
+def _pack(lines: Sequence[TranscriptLine], chunk_tokens: int) -> list[list[TranscriptLine]]:
+    """Greedy: each window takes lines while its text as sent (lines joined by newlines)
+    stays within ``chunk_tokens``; a line longer than that gets a window of its own."""
+    newline = TextSize.of("\n")
+    groups: list[list[TranscriptLine]] = [[]]
+    size = TextSize()
+    for line in lines:
+        line_size = TextSize.of(line.text)
+        if groups[-1] and (size + newline + line_size).tokens > chunk_tokens:
+            groups.append([])
+            size = TextSize()
+        size = size + newline + line_size if groups[-1] else line_size
+        groups[-1].append(line)
+    return groups
+
+
 def plan_windows(
     entries: Sequence[Entry],
     *,
@@ -119,16 +135,7 @@ def plan_windows(
         empty = Window(new[0].id, last_id, Transcript(()), Transcript(()))
         return WindowPlan((empty,), report)
 
-    groups: list[list[TranscriptLine]] = [[]]
-    used = 0
-    for line in rendered:
-        cost = estimate_tokens(line.text)
-        if groups[-1] and used + cost > chunk_tokens:
-            groups.append([])
-            used = 0
-        groups[-1].append(line)
-        used += cost
-
+    groups = _pack(rendered, chunk_tokens)
     windows: list[Window] = []
     history = list(before)
     start = new[0].id
