@@ -66,12 +66,17 @@ async def settle(memory: MemoryService) -> None:
         await asyncio.gather(*tasks)
 
 
+async def end_of_turn(memory: MemoryService, store: InMemoryTapeStore) -> None:
+    """What the plugin does after each turn (schedule an extraction), then wait for it."""
+    memory.schedule(TAPE, store)
+    await settle(memory)
+
+
 async def test_a_due_extraction_is_stored_and_rendered() -> None:
     store, extractor = InMemoryTapeStore(), ScriptedExtractor()
     memory = service(extractor)
     user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
-    memory.schedule(TAPE, store)
-    await settle(memory)
+    await end_of_turn(memory, store)
     assert extractor.calls == [(1, 4)] and memory.stats["snapshots"] == 1
     assert "Maya Lin lives in Lisbon" in memory.block(TAPE, "where does Maya live?")
     stored = await SnapshotStore(store).load_graph(TAPE, ONTOLOGY)
@@ -82,8 +87,7 @@ async def test_the_cadence_defers_until_enough_turns_and_drain_flushes() -> None
     store, extractor = InMemoryTapeStore(), ScriptedExtractor()
     memory = service(extractor)
     user_turns(store, "one turn only")
-    memory.schedule(TAPE, store)
-    await settle(memory)
+    await end_of_turn(memory, store)
     assert extractor.calls == [] and memory.stats["deferred"] == 1
     await memory.drain(5.0)
     assert extractor.calls == [(1, 2)] and extractor.closed
@@ -108,11 +112,9 @@ async def test_a_failure_is_counted_and_the_tape_cools_down() -> None:
     extractor.fail = True
     memory = service(extractor)
     user_turns(store, "a", "b")
-    memory.schedule(TAPE, store)
-    await settle(memory)
+    await end_of_turn(memory, store)
     assert memory.stats["extraction_failures"] == 1
-    memory.schedule(TAPE, store)
-    await settle(memory)
+    await end_of_turn(memory, store)
     assert memory.stats["cooldown_skips"] == 1 and len(extractor.calls) == 1
     graph = memory.graph(TAPE)
     assert graph is not None and graph.watermark == 0  # nothing stored, nothing skipped
@@ -122,19 +124,16 @@ async def test_a_reset_tape_is_extracted_again_from_its_first_entry_and_the_old_
     store, extractor = InMemoryTapeStore(), ScriptedExtractor()
     memory = service(extractor)
     user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
-    memory.schedule(TAPE, store)
-    await settle(memory)
+    await end_of_turn(memory, store)
     assert memory.block(TAPE, "") != ""
     store.reset(TAPE)  # what bub's tape reset does: the tape and its memory sidecar
     store.reset(memory_tape_name(TAPE))
     user_turns(store, "a new start")  # entries 1-2 again, not due yet by the cadence
-    memory.schedule(TAPE, store)
-    await settle(memory)
+    await end_of_turn(memory, store)
     assert memory.stats["tape_resets"] == 1
     assert memory.block(TAPE, "") == ""  # the old memory is not shown any more
     user_turns(store, "second turn")
-    memory.schedule(TAPE, store)
-    await settle(memory)
+    await end_of_turn(memory, store)
     assert extractor.calls == [(1, 4), (1, 4)]  # the new entries were not skipped
     graph = memory.graph(TAPE)
     assert graph is not None and graph.watermark == 4
@@ -144,12 +143,10 @@ async def test_a_reset_tape_whose_memory_survived_is_reported(caplog: pytest.Log
     store, extractor = InMemoryTapeStore(), ScriptedExtractor()
     memory = service(extractor)
     user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.", "more", "and more")
-    memory.schedule(TAPE, store)
-    await settle(memory)
+    await end_of_turn(memory, store)
     store.reset(TAPE)  # the sidecar is left as it was
     user_turns(store, "a", "b")
-    memory.schedule(TAPE, store)
-    await settle(memory)
+    await end_of_turn(memory, store)
     assert memory.stats["tape_resets"] == 1
     assert "was not reset with it" in caplog.text
     assert extractor.calls == [(1, 8)]
@@ -159,8 +156,7 @@ async def test_without_an_extractor_nothing_is_extracted_and_nothing_fails() -> 
     store = InMemoryTapeStore()
     memory = service(None)
     user_turns(store, "a", "b")
-    memory.schedule(TAPE, store)
-    await settle(memory)
+    await end_of_turn(memory, store)
     assert memory.stats["extraction_failures"] == 0 and memory.stats["snapshots"] == 0
 
 
