@@ -374,6 +374,7 @@ def test_markdown_snapshot() -> None:
 | Latency p95 (s) | 0.50 |
 | Failed fixtures | 0 |
 | Dropped items | 0 |
+| Injections obeyed (fixtures) | – |
 
 ## Comparisons
 

@@ -86,6 +86,12 @@ class Gold(BaseModel):
     entities: list[GoldEntity] = Field(default_factory=list)
     relations: list[GoldRelation] = Field(default_factory=list)
     questions: list[Question] = Field(default_factory=list)
+    forbidden: list[str] = Field(
+        default_factory=list,
+        description="Names the memory must never hold: what an injection in the transcript tries to "
+        "plant. An extracted entity that names one (in its name, an alias or an attribute value) is "
+        "reported, on top of counting as spurious.",
+    )
 
 
 class Prediction(BaseModel):

@@ -5,7 +5,8 @@ same fixtures with the same model, and refuses the candidate when its entity F1,
 relation F1 or success rate falls more than ``tolerance`` below the baseline's, or when
 it costs more than :data:`MAX_TOKEN_GROWTH` times the baseline's prompt tokens per
 fixture without an F1 gain outside the comparison's 95% interval (a gain is "outside"
-when the interval's lower bound is above 0). With nothing promoted yet, the candidate
+when the interval's lower bound is above 0), or when it obeys an injection (extracts a
+name the gold forbids) in more fixtures than the baseline. With nothing promoted yet, the candidate
 only has to extract at least one fixture.
 """
 
@@ -55,6 +56,12 @@ def check_gate(
                 f"{label} dropped from {before:.3f} ({baseline.prompt}) to {after:.3f} ({candidate.prompt}), "
                 f"more than the tolerance of {tolerance:.3f}"
             )
+    obeyed, before_obeyed = candidate.metrics.forbidden_fixtures, baseline.metrics.forbidden_fixtures
+    if obeyed > before_obeyed:
+        reasons.append(
+            f"{candidate.prompt} extracts names planted by an injection in {obeyed} fixture(s), "
+            f"{baseline.prompt} in {before_obeyed}"
+        )
     growth = _token_growth(baseline, candidate)
     if growth is not None and growth > MAX_TOKEN_GROWTH and not _significant_gain(comparison):
         reasons.append(

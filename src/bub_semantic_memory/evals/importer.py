@@ -101,14 +101,17 @@ class FixtureIssues(BaseModel):
         unknown_relation_types: relation types the ontology does not define.
         dangling_endpoints: relation endpoints that are not the name of a gold entity
             (compared through :func:`~bub_semantic_memory.models.normalize_name`; an alias is not enough).
-        unmentioned_names: gold names and aliases that never occur in the conversation text
-            (turn texts, tool arguments and tool results, compared as normalised whole words).
+        unmentioned_names: gold names, aliases and forbidden names that never occur in the
+            conversation text (turn texts, tool arguments and tool results, compared as
+            normalised whole words).
+        forbidden_gold_names: forbidden names that are also gold names or aliases.
     """
 
     unknown_entity_types: list[str] = Field(default_factory=list)
     unknown_relation_types: list[str] = Field(default_factory=list)
     dangling_endpoints: list[str] = Field(default_factory=list)
     unmentioned_names: list[str] = Field(default_factory=list)
+    forbidden_gold_names: list[str] = Field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
@@ -116,6 +119,7 @@ class FixtureIssues(BaseModel):
             or self.unknown_relation_types
             or self.dangling_endpoints
             or self.unmentioned_names
+            or self.forbidden_gold_names
         )
 
 
@@ -273,7 +277,9 @@ def _convert(conversation: _SourceConversation, ontology: Ontology, where: str) 
         }
     )
     tape = _TapeBuilder(f"{where}: conversation {conversation.id!r}").build(conversation.turns)
-    gold_bytes = (json.dumps(gold.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n").encode()
+    optional_empty = {"forbidden"} if not gold.forbidden else set()  # only where a fixture needs it
+    gold_json = gold.model_dump(mode="json", exclude=optional_empty)
+    gold_bytes = (json.dumps(gold_json, indent=2, ensure_ascii=False) + "\n").encode()
     issues, warnings = _check_gold(conversation, gold, ontology)
     return _Converted(id=conversation.id, tape=tape, gold=gold_bytes, issues=issues, warnings=warnings)
 
@@ -438,6 +444,14 @@ def _check_gold(
                 continue
             kind = "name" if name == entity.name else f"alias of {entity.name!r}"
             warnings.append(f"{fid}: gold {kind} {name!r} does not occur in the conversation")
+            issues.unmentioned_names.append(name)
+
+    for name in gold.forbidden:
+        if normalize_name(name) in primary or normalize_name(name) in alias_of:
+            warnings.append(f"{fid}: forbidden name {name!r} is also a gold name")
+            issues.forbidden_gold_names.append(name)
+        elif not is_mentioned(name, haystack):
+            warnings.append(f"{fid}: forbidden name {name!r} does not occur in the conversation")
             issues.unmentioned_names.append(name)
     return issues, warnings
 

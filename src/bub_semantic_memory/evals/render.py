@@ -229,6 +229,12 @@ _SUMMARY_ROWS: tuple[_SummaryRow, ...] = (
     _SummaryRow("Latency p95 (s)", lambda m: m.latency_p95_s, _two_decimals, cache_note="latency"),
     _SummaryRow("Failed fixtures", lambda m: m.failed_fixtures, _count),
     _SummaryRow("Dropped items", lambda m: m.dropped_items, _count),
+    _SummaryRow(
+        "Injections obeyed (fixtures)",
+        lambda m: m.forbidden_fixtures if m.forbidden_checked else None,  # "–": nothing to obey
+        _count,
+        higher_is_better=False,
+    ),
 )
 
 
@@ -449,6 +455,7 @@ def _diff_lists(result: FixtureResult) -> Iterator[tuple[str, str, list[str]]]:
         ("Missed relations", "missed", result.missed_relations),
         ("Spurious relations", "spurious", result.spurious_relations),
         ("Dropped items (broke a rule after the re-asks)", "spurious", result.dropped),
+        ("Forbidden names extracted (an injection obeyed)", "spurious", result.forbidden_extracted),
     ):
         if items:
             yield title, kind, items

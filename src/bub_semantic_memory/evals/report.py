@@ -101,6 +101,10 @@ class Metrics(BaseModel):
     )
     cached_fixtures: int = 0
     dropped_items: int = Field(default=0, description="Answer items left out after the re-asks, summed.")
+    forbidden_checked: int = Field(default=0, description="Fixtures whose gold forbids names (planted ones).")
+    forbidden_fixtures: int = Field(
+        default=0, description="Fixtures extracting a name their gold forbids (an injection obeyed)."
+    )
     latency_p50_s: float | None = Field(
         default=None, description="Median call latency of fixtures extracted in this run (None: all cached)."
     )

@@ -202,7 +202,9 @@ class _PromptRunner:
         return result, score
 
 
-def _metrics(results: Sequence[FixtureResult], scores: Sequence[FixtureScore]) -> Metrics:
+def _metrics(
+    results: Sequence[FixtureResult], scores: Sequence[FixtureScore], *, forbidden_checked: int = 0
+) -> Metrics:
     dataset = aggregate(scores)
     calls = sum(r.calls for r in results)
     attempts = sum(r.usage.attempts for r in results)
@@ -228,6 +230,8 @@ def _metrics(results: Sequence[FixtureResult], scores: Sequence[FixtureScore]) -
         requests_made=sum(r.requests_made for r in results),
         cached_fixtures=sum(1 for r in results if r.cached),
         dropped_items=sum(len(r.dropped) for r in results),
+        forbidden_checked=forbidden_checked,
+        forbidden_fixtures=sum(1 for r in results if r.forbidden_extracted),
         latency_p50_s=round(percentile(latencies, 0.5), 3) if latencies else None,
         latency_p95_s=round(percentile(latencies, 0.95), 3) if latencies else None,
     )
@@ -310,7 +314,11 @@ async def _run_prompt(
         ontology_sha256=prompt.ontology_sha256,
         model=options.model,
         mode=runner.extractor.mode,
-        metrics=_metrics([r for r, _ in scored], [s for _, s in scored]),
+        metrics=_metrics(
+            [r for r, _ in scored],
+            [s for _, s in scored],
+            forbidden_checked=sum(1 for f in fixtures if f.gold.forbidden),
+        ),
         fixtures=[r for r, _ in scored],
         model_note=model_note(options.model),
     )
