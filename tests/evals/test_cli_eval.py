@@ -114,6 +114,10 @@ def test_eval_run_replay_with_an_empty_cache_fails(tmp_path: Path) -> None:
             "m",
             "--base-url",
             "http://127.0.0.1:9/v1",
+            "--prompt",
+            "extract@1",
+            "--prompt",
+            "extract@2",
             "--replay",
             "--cache-dir",
             str(tmp_path),
@@ -121,7 +125,10 @@ def test_eval_run_replay_with_an_empty_cache_fails(tmp_path: Path) -> None:
             str(tmp_path / "o"),
         ],
     )
-    assert result.exit_code == 1 and "--replay" in result.stderr and "no cached response" in result.stderr
+    error = " ".join(result.stderr.split())
+    assert result.exit_code == 1
+    assert "--replay: 12 extraction(s) had no cached response (6 fixture(s) in 2 run(s))" in error
+    assert error.endswith(", ...")  # five of the six fixture ids are named
 
 
 def test_eval_compare_two_saved_reports(tmp_path: Path) -> None:

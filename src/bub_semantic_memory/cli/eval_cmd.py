@@ -126,10 +126,18 @@ def run(
         stderr.print(f"Model: {note}", markup=False)
     report = asyncio.run(run_eval(selected, templates, options, fixtures_dir=fixtures, console=stderr))
     opt.print_report(report, out)
-    misses = [r.fixture for run in report.runs for r in run.fixtures if r.error_type == "ReplayMissError"]
+    misses = [
+        (run.prompt, result.fixture)
+        for run in report.runs
+        for result in run.fixtures
+        if result.error_type == "ReplayMissError"
+    ]
     if misses:
+        fixtures_missed = sorted({fixture for _, fixture in misses})
+        shown = ", ".join(fixtures_missed[:5]) + (", ..." if len(fixtures_missed) > 5 else "")
         fail(
-            f"--replay: {len(misses)} fixture(s) had no cached response: {', '.join(sorted(set(misses))[:5])}"
+            f"--replay: {len(misses)} extraction(s) had no cached response "
+            f"({len(fixtures_missed)} fixture(s) in {len({prompt for prompt, _ in misses})} run(s)): {shown}"
         )
 
 
