@@ -16,7 +16,15 @@ __all__ = ["TextSize", "estimate_tokens"]
 
 def estimate_tokens(text: str) -> int:
     """Estimate the tokens of ``text``; never below 1 for non-empty text."""
-    return TextSize.of(text).tokens
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return _weigh(ascii_chars, len(text) - ascii_chars)
+
+
+def _weigh(ascii_chars: int, other_chars: int) -> int:
+    # Kept apart from TextSize so the hot path (rendering on every model call) builds no object.
+    if not (ascii_chars or other_chars):
+        return 0
+    return max(1, (ascii_chars + 3) // 4 + other_chars)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +49,4 @@ class TextSize:
 
     @property
     def tokens(self) -> int:
-        if not (self.ascii_chars or self.other_chars):
-            return 0
-        return max(1, (self.ascii_chars + 3) // 4 + self.other_chars)
+        return _weigh(self.ascii_chars, self.other_chars)
