@@ -96,15 +96,17 @@ def _pack(lines: Sequence[TranscriptLine], chunk_tokens: int) -> list[list[Trans
     """Greedy: each window takes lines while its text as sent (lines joined by newlines)
     stays within ``chunk_tokens``; a line longer than that gets a window of its own."""
     newline = TextSize.of("\n")
-    groups: list[list[TranscriptLine]] = [[]]
+    groups: list[list[TranscriptLine]] = []
     size = TextSize()
     for line in lines:
         line_size = TextSize.of(line.text)
-        if groups[-1] and (size + newline + line_size).tokens > chunk_tokens:
-            groups.append([])
-            size = TextSize()
-        size = size + newline + line_size if groups[-1] else line_size
-        groups[-1].append(line)
+        grown = size + newline + line_size
+        if groups and grown.tokens <= chunk_tokens:
+            groups[-1].append(line)
+            size = grown
+        else:
+            groups.append([line])
+            size = line_size
     return groups
 
 
