@@ -150,6 +150,10 @@ async def test_a_reset_tape_whose_memory_survived_is_reported(caplog: pytest.Log
     assert memory.stats["tape_resets"] == 1
     assert "was not reset with it" in caplog.text
     assert extractor.calls == [(1, 8)]
+    loads = memory.stats["loads"]
+    user_turns(store, "c")
+    await end_of_turn(memory, store)
+    assert memory.stats["loads"] == loads and memory.stats["tape_resets"] == 1  # not read again each turn
 
 
 async def test_without_an_extractor_nothing_is_extracted_and_nothing_fails() -> None:

@@ -107,6 +107,7 @@ class MemoryService:
         self._follow_up: set[str] = set()
         self._cooldown_until: dict[str, float] = {}
         self._deferred: dict[str, TapeStore | AsyncTapeStore] = {}
+        self._outlived_reset: dict[str, int] = {}  # tape -> watermark of a memory its reset left in place
         self._semaphore: asyncio.Semaphore | None = None
 
     @property
@@ -243,7 +244,7 @@ class MemoryService:
         snapshots = SnapshotStore(store)
         graph = await self.load(tape, store)
         entries = await fetch_tape(store, tape)
-        if _tape_was_reset(entries, graph.watermark):
+        if _tape_was_reset(entries, graph.watermark) and self._outlived_reset.get(tape) != graph.watermark:
             graph = await self._reload_after_reset(tape, store, graph.watermark)
         if not (force or self.extraction_due(entries, graph.watermark)):
             if any(e.id > graph.watermark for e in entries):
@@ -276,6 +277,7 @@ class MemoryService:
         self._render_cache = {key: text for key, text in self._render_cache.items() if key[0] != tape}
         graph = await self.load(tape, store)
         if graph.watermark >= watermark:
+            self._outlived_reset[tape] = graph.watermark  # reading it again each turn would change nothing
             logger.warning(
                 "semantic memory: tape %s restarts below its memory (entry %d), but the memory sidecar "
                 "was not reset with it; new entries are extracted once they pass that entry",
