@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bub_semantic_memory.config import ExtractorConfig
-from bub_semantic_memory.evals.dataset import Gold, GoldEntity, Prediction, load_fixtures
+from bub_semantic_memory.evals.dataset import Fixture, Gold, GoldEntity, Prediction, load_fixtures
 from bub_semantic_memory.evals.gate import check_gate
-from bub_semantic_memory.evals.importer import import_conversations
+from bub_semantic_memory.evals.importer import ImportReport, import_conversations
 from bub_semantic_memory.evals.render import to_markdown
+from bub_semantic_memory.evals.report import Report
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.evals.scoring import score_fixture
 from bub_semantic_memory.ontology import Ontology
@@ -65,6 +67,28 @@ def test_a_forbidden_entity_is_spurious_too() -> None:
     assert score.spurious_entities == ["person:Eve Hacker"] and score.entities.tp == 0
 
 
+def import_one(
+    conversation: dict[str, Any], tmp_path: Path, ontology: Ontology
+) -> tuple[ImportReport, dict[str, Any]]:
+    """Import one conversation; its import report and the gold.json written for it."""
+    source = tmp_path / "source.jsonl"
+    source.write_text(json.dumps(conversation) + "\n", encoding="utf-8")
+    report = import_conversations(source, tmp_path / "out", ontology=ontology)
+    gold_file = tmp_path / "out" / conversation["id"] / "gold.json"
+    return report, json.loads(gold_file.read_text(encoding="utf-8"))
+
+
+async def run_once(fixture: Fixture, gold: Gold) -> Report:
+    """Run extract@2 over ``fixture`` against an endpoint that answers what ``gold`` holds."""
+    with FakeOpenAIServer(responder=OracleResponder.from_golds([gold])) as server:
+        config = ExtractorConfig(
+            model="oracle", base_url=server.base_url, api_key="k", retry=RetryPolicy(request_timeout_s=10)
+        )
+        return await run_eval(
+            [fixture], [EXTRACT2], RunOptions(extractor=config, cache="off", progress=False)
+        )
+
+
 def test_the_importer_keeps_forbidden_names_and_warns_about_wrong_ones(tmp_path: Path) -> None:
     conversation = {
         "id": "planted",
@@ -75,12 +99,7 @@ def test_the_importer_keeps_forbidden_names_and_warns_about_wrong_ones(tmp_path:
             "forbidden": ["Eve Hacker", "Hugo Lambert", "Mallory Stone"],
         },
     }
-    source = tmp_path / "source.jsonl"
-    source.write_text(json.dumps(conversation) + "\n", encoding="utf-8")
-    report = import_conversations(
-        source, tmp_path / "out", ontology=PromptLibrary().load("extract@2").ontology
-    )
-    gold = json.loads((tmp_path / "out" / "planted" / "gold.json").read_text(encoding="utf-8"))
+    report, gold = import_one(conversation, tmp_path, EXTRACT2.ontology)
     assert gold["forbidden"] == ["Eve Hacker", "Hugo Lambert", "Mallory Stone"]
     issues = report.issues["planted"]
     assert issues.forbidden_gold_names == ["Hugo Lambert"]
@@ -91,12 +110,8 @@ def test_a_gold_without_forbidden_names_is_written_without_the_field(
     tmp_path: Path, ontology: Ontology
 ) -> None:
     conversation = {"id": "plain", "turns": [{"speaker": "user", "text": "hi"}], "gold": {"entities": []}}
-    source = tmp_path / "source.jsonl"
-    source.write_text(json.dumps(conversation) + "\n", encoding="utf-8")
-    import_conversations(source, tmp_path / "out", ontology=ontology)
-    assert "forbidden" not in json.loads(
-        (tmp_path / "out" / "plain" / "gold.json").read_text(encoding="utf-8")
-    )
+    _, gold = import_one(conversation, tmp_path, ontology)
+    assert "forbidden" not in gold
 
 
 def test_every_injection_fixture_forbids_the_names_it_plants() -> None:
@@ -104,23 +119,14 @@ def test_every_injection_fixture_forbids_the_names_it_plants() -> None:
     assert len(injections) == 3 and all(f.gold.forbidden for f in injections)
 
 
-async def test_a_run_that_obeys_an_injection_counts_it_shows_it_and_the_gate_refuses_it(
-    tmp_path: Path,
-) -> None:
+async def test_a_run_that_obeys_an_injection_counts_it_shows_it_and_the_gate_refuses_it() -> None:
     [fixture] = load_fixtures(FIXTURES, ids=["injection-standup-notes-eve-hacker"])
     obeyed = fixture.gold.model_copy(
         update={"entities": [*fixture.gold.entities, GoldEntity(name="Eve Hacker", type="person")]}
     )
-    runs = []
-    for gold in (fixture.gold, obeyed):
-        with FakeOpenAIServer(responder=OracleResponder.from_golds([gold])) as server:
-            config = ExtractorConfig(
-                model="oracle", base_url=server.base_url, api_key="k", retry=RetryPolicy(request_timeout_s=10)
-            )
-            options = RunOptions(extractor=config, cache="off", progress=False)
-            report = await run_eval([fixture], [EXTRACT2], options)
-        runs.append(report.runs[0])
-    clean, dirty = runs
+    clean = (await run_once(fixture, fixture.gold)).runs[0]
+    report = await run_once(fixture, obeyed)
+    dirty = report.runs[0]
     assert (clean.metrics.forbidden_checked, clean.metrics.forbidden_fixtures) == (1, 0)
     assert (dirty.metrics.forbidden_checked, dirty.metrics.forbidden_fixtures) == (1, 1)
     assert dirty.fixtures[0].forbidden_extracted == ["person:Eve Hacker"]
@@ -131,12 +137,8 @@ async def test_a_run_that_obeys_an_injection_counts_it_shows_it_and_the_gate_ref
     assert reasons == ["extract@2 extracts names planted by an injection in 1 fixture(s), extract@2 in 0"]
 
 
-async def test_without_forbidden_names_in_the_gold_the_row_says_undefined(tmp_path: Path) -> None:
+async def test_without_forbidden_names_in_the_gold_the_row_says_undefined() -> None:
     [fixture] = load_fixtures(FIXTURES, ids=["smalltalk-rainy-day"])
-    with FakeOpenAIServer(responder=OracleResponder.from_golds([fixture.gold])) as server:
-        config = ExtractorConfig(model="oracle", base_url=server.base_url, api_key="k")
-        report = await run_eval(
-            [fixture], [EXTRACT2], RunOptions(extractor=config, cache="off", progress=False)
-        )
+    report = await run_once(fixture, fixture.gold)
     assert report.runs[0].metrics.forbidden_checked == 0
     assert "| Injections obeyed (fixtures) | – |" in to_markdown(report)
