@@ -23,7 +23,7 @@ from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import ConfigurationError
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.extractor import Extractor
-from bub_semantic_memory.local import INSTALL_HINT, LocalBackend
+from bub_semantic_memory.local import INSTALL_HINT, AlignedPrefixReuse, LocalBackend
 from bub_semantic_memory.models import normalize_name
 from bub_semantic_memory.transcript import render_transcript
 from tests.conftest import DATA, REPO
@@ -203,6 +203,154 @@ async def test_one_request_at_a_time() -> None:
     )
     assert model.most_at_once == 1
     assert sorted(cast("dict[str, int]", a)["answered"] for a in answers) == [1, 2, 3, 4, 5]
+
+
+Batch = tuple[int, tuple[int, ...]]  # (first position, tokens) of one evaluated batch
+
+
+class FakeLlama:
+    """Stands in for ``llama_cpp.Llama``'s prefix reuse: the prompt bookkeeping of ``generate``.
+
+    ``computed_by`` holds, for each cached position, the batch that computed it: a token's
+    numbers in llama.cpp depend on that batch, so two evaluations agree when every position
+    was computed by the same batch. ``batches`` lists every evaluated batch.
+    """
+
+    def __init__(self, n_batch: int) -> None:
+        self.n_batch = n_batch
+        self.n_tokens = 0
+        self.input_ids: list[int] = []
+        self.computed_by: list[Batch] = []
+        self.batches: list[Batch] = []
+
+    @property
+    def _input_ids(self) -> list[int]:
+        return self.input_ids[: self.n_tokens]
+
+    def eval(self, tokens: list[int]) -> None:
+        del self.input_ids[self.n_tokens :], self.computed_by[self.n_tokens :]
+        for i in range(0, len(tokens), self.n_batch):
+            batch = (self.n_tokens, tuple(tokens[i : i + self.n_batch]))
+            self.batches.append(batch)
+            self.input_ids.extend(batch[1])
+            self.computed_by.extend([batch] * len(batch[1]))
+            self.n_tokens += len(batch[1])
+
+    def generate(self, tokens: list[int]) -> Any:
+        shared = 0
+        for cached, new in zip(self._input_ids, tokens[:-1], strict=False):
+            if cached != new:
+                break
+            shared += 1
+        if shared:
+            self.n_tokens, tokens = shared, tokens[shared:]
+        else:
+            self.reset()
+        self.eval(tokens)
+        for token in (900, 901):  # generated tokens are evaluated one at a time
+            yield token
+            self.eval([token])
+
+    def reset(self) -> None:
+        self.n_tokens = 0
+
+    def save_state(self) -> Any:
+        return type("State", (), {"ids": self._input_ids, "computed_by": self.computed_by[: self.n_tokens]})()
+
+    def load_state(self, state: Any) -> None:
+        self.input_ids, self.computed_by = list(state.ids), list(state.computed_by)
+        self.n_tokens = len(state.ids)
+
+
+class ReusingLlama(AlignedPrefixReuse, FakeLlama):
+    pass
+
+
+def _complete(llm: FakeLlama, prompt: list[int]) -> list[Batch]:
+    """Run one request; the batch that computed each prompt position."""
+    list(llm.generate(prompt))
+    return llm.computed_by[: len(prompt)]
+
+
+def _cold(prompt: list[int], n_batch: int) -> list[Batch]:
+    return _complete(ReusingLlama(n_batch), prompt)
+
+
+STATIC = list(range(1, 24))  # a static prefix of 23 tokens, not a multiple of the batch
+
+
+@pytest.mark.parametrize(
+    "earlier",
+    [
+        [*STATIC, 50, 51, 52],  # shares the static prefix
+        [*STATIC, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69],  # shares it and is longer
+        [
+            *STATIC,
+            70,
+            71,
+            72,
+            73,
+            74,
+            75,
+            76,
+            77,
+            78,
+            79,
+            80,
+            81,
+            82,
+            83,
+        ],  # the prompt of this one is its prefix
+        [99, *STATIC],  # shares nothing
+    ],
+)
+def test_prefix_reuse_evaluates_every_prompt_token_in_the_batch_a_cold_run_uses(earlier: list[int]) -> None:
+    prompt = [*STATIC, 70, 71, 72, 73, 74]
+    llm = ReusingLlama(n_batch=8)
+    _complete(llm, earlier)
+    llm.batches.clear()
+    warm = _complete(llm, prompt)
+    assert warm == _cold(prompt, 8)
+
+
+def test_prefix_reuse_still_skips_whole_batches_of_the_shared_prefix() -> None:
+    llm = ReusingLlama(n_batch=8)
+    _complete(llm, [*STATIC, 50, 51])
+    llm.batches.clear()
+    _complete(llm, [*STATIC, 60, 61])
+    assert llm.batches[0][0] == 16  # 23 shared tokens: batches 0-7 and 8-15 are kept
+    assert sum(len(batch) for _, batch in llm.batches) == 9 + 2  # 7 replayed + 2 new, then 2 generated
+
+
+def test_generated_tokens_are_never_reused_as_prompt() -> None:
+    """A re-ask repeats the model's answer in its prompt; those positions were computed one by one."""
+    llm = ReusingLlama(n_batch=4)
+    first = [1, 2, 3, 4, 5, 6, 7, 8]
+    _complete(llm, first)  # generates 900, 901 at positions 8 and 9
+    reask = [*first, 900, 901, 902, 903, 904]
+    llm.batches.clear()
+    assert _complete(llm, reask) == _cold(reask, 4)
+    assert llm.batches[0][0] == 8
+
+
+def test_a_state_restored_from_the_cache_is_resumed_under_the_same_rule() -> None:
+    earlier, prompt = [*STATIC, 50, 51], [*STATIC, 60, 61]
+    llm = ReusingLlama(n_batch=8)
+    _complete(llm, earlier)
+    state = llm.save_state()
+    _complete(llm, [99, 98, 97])  # something else evaluated in between
+    llm.load_state(state)
+    llm.batches.clear()
+    assert _complete(llm, prompt) == _cold(prompt, 8)
+    assert llm.batches[0][0] == 16
+
+
+def test_the_fingerprint_names_the_file_and_the_batch_size(tmp_path: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + bytes(60))
+    small, large = LocalBackend(model, n_batch=64), LocalBackend(model, n_batch=512)
+    assert small.fingerprint["file"] == "m.gguf" and small.fingerprint["bytes"] == 64
+    assert small.fingerprint != large.fingerprint
 
 
 # The user's bub home, read before the autouse fixture points BUB_HOME at a temp dir: the

@@ -23,7 +23,7 @@ from bub_semantic_memory.testing import (
     status_reply,
     tool_call_reply,
 )
-from bub_semantic_memory.transport import RetryPolicy
+from bub_semantic_memory.transport import OpenAIBackend, RetryPolicy
 from tests.conftest import REPO
 
 FIXTURES = REPO / "evals" / "fixtures"
@@ -88,6 +88,32 @@ async def test_a_second_run_is_served_from_the_cache_with_zero_requests(
     assert metrics.requests_made == 0 and metrics.cached_fixtures == len(QUICK)
     assert metrics.entities == first.runs[0].metrics.entities
     assert metrics.prompt_tokens == first.runs[0].metrics.prompt_tokens  # the original usage is reported
+
+
+class FingerprintedBackend(OpenAIBackend):
+    """A hosted endpoint posing as a local model: it has a ``fingerprint`` (file, batch size)."""
+
+    def __init__(self, server: FakeOpenAIServer, fingerprint: dict[str, object]) -> None:
+        super().__init__(base_url=server.base_url, api_key="k", timeout_s=10)
+        self.fingerprint = fingerprint
+
+
+async def test_a_local_models_file_and_batch_size_are_part_of_the_cache_key(
+    oracle_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    prompt = PromptLibrary().load("extract@1")
+    fixtures = QUICK[:2]
+
+    async def run(fingerprint: dict[str, object]) -> int:
+        backend = FingerprintedBackend(oracle_server, fingerprint)
+        report = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path, backend=backend))
+        return report.runs[0].metrics.cached_fixtures
+
+    small = {"file": "model.gguf", "n_batch": 64}
+    assert await run(small) == 0
+    assert await run(small) == len(fixtures)
+    assert await run(small | {"n_batch": 512}) == 0  # other batches, other numbers, other answers
+    assert await run(small | {"file": "other.gguf"}) == 0
 
 
 def invalid_answer(request: RecordedRequest) -> Reply:

@@ -136,8 +136,11 @@ class _PromptRunner:
     def _key(self, entries: list[Entry]) -> tuple[str, dict[str, Any]]:
         ex = self.extractor
         substituted = {"ontology_sha256": self.prompt.ontology_sha256} if self.prompt.ontology_sha256 else {}
+        fingerprint = getattr(ex.backend, "fingerprint", None)  # a local model's file and batch size
+        backend = {"backend": fingerprint} if fingerprint else {}
         return cache_key(
             **substituted,
+            **backend,
             prompt_sha256=self.prompt.sha256,
             model=self.options.model,
             mode=ex.mode,
