@@ -106,6 +106,10 @@ class ExtractorConfig:
             return self.retry
         return _LOCAL_RETRY if self.is_local else RetryPolicy()
 
+    def with_reasks(self, reasks: int) -> ExtractorConfig:
+        """A copy that re-asks ``reasks`` times, the other retry bounds as they were."""
+        return self.replace(retry=dataclasses.replace(self.retry_policy(), reasks=reasks))
+
     def output_tokens(self) -> int:
         """``max_tokens`` per request: as given, else 1024 for a local model and 2048 otherwise."""
         if self.max_output_tokens is not None:

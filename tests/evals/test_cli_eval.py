@@ -6,13 +6,20 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.report import load_report
 from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
+from bub_semantic_memory.testing import (
+    FakeOpenAIServer,
+    OracleResponder,
+    RecordedRequest,
+    Reply,
+    tool_call_reply,
+)
 from tests.conftest import REPO
 
 runner = CliRunner()
@@ -98,6 +105,28 @@ def test_eval_run_writes_reports_and_a_rerun_is_cached(tmp_path: Path) -> None:
         0
     ].metrics.requests_made == 0
     assert "Entity F1" in first.stdout and "extract@2" in first.stdout
+
+
+@pytest.mark.parametrize("reasks", [0, 3])
+def test_eval_run_reasks_bounds_the_re_asks_and_is_part_of_the_cache_key(tmp_path: Path, reasks: int) -> None:
+    def breaks_a_rule(request: RecordedRequest) -> Reply:
+        entity = {"name": "Nobody", "type": "spaceship", "evidence": [1]}
+        return tool_call_reply(
+            request.tool_schema_name() or "Extraction", {"entities": [entity], "relations": []}
+        )
+
+    args = ["eval", "run", "--fixtures", str(FIXTURES), "--fixture", QUICK[0].id, "--model", "m"]
+    with FakeOpenAIServer(responder=breaks_a_rule) as server:
+        common = [*args, "--base-url", server.base_url, "--api-key", "k", "--cache-dir", str(tmp_path / "c")]
+        common += ["--out", str(tmp_path / "o"), "--prompt", "extract@1"]
+        first = runner.invoke(app, [*common, "--reasks", str(reasks)])
+        assert first.exit_code == 0, first.output
+        assert len(server.requests) == reasks + 1
+        default = runner.invoke(
+            app, common
+        )  # two re-asks by default for a hosted model: not the cached answer
+        assert default.exit_code == 0, default.output
+        assert len(server.requests) == reasks + 1 + 3
 
 
 def test_eval_run_replay_with_an_empty_cache_fails(tmp_path: Path) -> None:

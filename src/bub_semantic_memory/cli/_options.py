@@ -35,6 +35,13 @@ PROMPTS_DIR = typer.Option(
 FIXTURES = typer.Option(Path("evals/fixtures"), "--fixtures", "-f", help="Fixture directory.")
 TAGS = typer.Option([], "--tag", "-t", help="Only fixtures with this tag (repeatable; any of).")
 CONCURRENCY = typer.Option(4, "--concurrency", "-c", min=1, help="Fixtures extracted at once.")
+REASKS = typer.Option(
+    None,
+    "--reasks",
+    min=0,
+    help="Re-asks after an answer that breaks a rule (default: 1 for a local model, 2 otherwise).",
+    show_default=False,
+)
 CACHE_DIR = typer.Option(Path(".cache/eval"), "--cache-dir", help="Response cache directory.")
 
 
@@ -46,13 +53,15 @@ def extractor_config(
     mode: str,
     prompts_dir: Path | None,
     prompt: str = "extract",
+    reasks: int | None = None,
 ) -> ExtractorConfig:
     """The extractor configuration of a command's options (the CLI builds it nowhere else)."""
     from bub_semantic_memory.config import ExtractorConfig
 
-    return ExtractorConfig(
+    config = ExtractorConfig(
         model=model, base_url=base_url, api_key=api_key, mode=mode, prompt=prompt, prompts_dir=prompts_dir
     )
+    return config if reasks is None else config.with_reasks(reasks)
 
 
 def load_selected(directory: Path, tags: list[str], ids: list[str]) -> list[Fixture]:

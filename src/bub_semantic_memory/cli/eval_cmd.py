@@ -86,6 +86,7 @@ def run(
     base_url: str | None = opt.BASE_URL,
     api_key: str | None = opt.API_KEY,
     mode: str = opt.MODE,
+    reasks: int | None = opt.REASKS,
     concurrency: int = opt.CONCURRENCY,
     out: Path | None = typer.Option(Path("reports/latest"), "--out", "-o", help="Where to write report.*"),
     replay: bool = typer.Option(False, "--replay", help="Use only cached responses; a miss is a failure."),
@@ -107,7 +108,7 @@ def run(
     if replay and no_cache:
         fail("--replay and --no-cache exclude each other", code=2)
     config = opt.extractor_config(
-        model=model, base_url=base_url, api_key=api_key, mode=mode, prompts_dir=prompts_dir
+        model=model, base_url=base_url, api_key=api_key, mode=mode, prompts_dir=prompts_dir, reasks=reasks
     )
     templates = [config.library().load(ref) for ref in prompts]
     selected = opt.load_selected(fixtures, tags, ids)

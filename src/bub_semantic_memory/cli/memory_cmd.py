@@ -20,7 +20,15 @@ from bub_semantic_memory.cli._common import (
     stdout,
     tape_store,
 )
-from bub_semantic_memory.cli._options import API_KEY, BASE_URL, MODE, MODEL, PROMPTS_DIR, extractor_config
+from bub_semantic_memory.cli._options import (
+    API_KEY,
+    BASE_URL,
+    MODE,
+    MODEL,
+    PROMPTS_DIR,
+    REASKS,
+    extractor_config,
+)
 from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Snapshot
@@ -45,6 +53,7 @@ def extract(
     mode: str = MODE,
     prompt: str = typer.Option(PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version, e.g. extract@3."),
     prompts_dir: Path | None = PROMPTS_DIR,
+    reasks: int | None = REASKS,
     tape: str | None = typer.Option(
         None, "--tape", help="Tape name for the store (default: the file's stem)."
     ),
@@ -62,7 +71,13 @@ def extract(
     entries = _read_tape(tape_file)
 
     config = extractor_config(
-        model=model, base_url=base_url, api_key=api_key, mode=mode, prompt=prompt, prompts_dir=prompts_dir
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        mode=mode,
+        prompt=prompt,
+        prompts_dir=prompts_dir,
+        reasks=reasks,
     )
 
     async def run() -> list[Snapshot]:

@@ -182,6 +182,7 @@ def promote_prompt(
     tolerance: float = typer.Option(
         0.02, "--tolerance", min=0.0, help="Largest allowed drop of F1 or success rate."
     ),
+    reasks: int | None = opt.REASKS,
     concurrency: int = opt.CONCURRENCY,
     out: Path | None = typer.Option(
         Path("reports/promote"), "--out", "-o", help="Where to write the gate's report."
@@ -196,7 +197,7 @@ def promote_prompt(
     from bub_semantic_memory.evals.runner import RunOptions
 
     config = opt.extractor_config(
-        model=model, base_url=base_url, api_key=api_key, mode=mode, prompts_dir=prompts_dir
+        model=model, base_url=base_url, api_key=api_key, mode=mode, prompts_dir=prompts_dir, reasks=reasks
     )
     library = writable_library(prompts_dir)
     candidate = library.load(ref)
