@@ -210,8 +210,8 @@ class LocalBackend:
     def fingerprint(self) -> dict[str, Any]:
         """What decides an answer besides the request: part of eval cache keys.
 
-        The model file (name and size), and the batch size, since prompt tokens are
-        evaluated in batches of that size and the numbers depend on them.
+        The model file (name and size), the batch size (prompt tokens are evaluated in
+        batches of that size and the numbers depend on them) and the default repeat penalty.
         """
         try:
             size = self.model_path.stat().st_size
@@ -221,6 +221,7 @@ class LocalBackend:
             "file": self.model_path.name,
             "bytes": size,
             "n_batch": self.n_batch,
+            "repeat_penalty": self.repeat_penalty,
             "prefix_reuse": "aligned",
         }
 
