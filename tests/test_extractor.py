@@ -58,9 +58,8 @@ def good() -> Any:
 
 def extractor(server: FakeOpenAIServer, **kwargs: Any) -> Extractor:
     kwargs.setdefault("retry", FAST)
-    config = ExtractorConfig(
-        model="fake-model", base_url=server.base_url, api_key="test", prompt="extract@1", **kwargs
-    )
+    kwargs.setdefault("prompt", "extract@1")
+    config = ExtractorConfig(model="fake-model", base_url=server.base_url, api_key="test", **kwargs)
     return Extractor(config)
 
 
@@ -553,3 +552,57 @@ async def test_braces_in_the_conversation_are_sent_verbatim(fake_openai: FakeOpe
     assert text in str(fake_openai.requests[0].messages[-1]["content"])  # not rendered as a template
     assert "49" not in str(fake_openai.requests[0].messages[-1]["content"])
     assert [e.key for e in snapshot.entities] == ["person:alice-chen"]
+
+
+# --- the classify strategy: every candidate name typed, then relations ------------------------------
+
+
+async def test_classify_types_every_candidate_then_asks_for_relations_between_the_typed_ones(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.enqueue(
+        tool_call_reply(
+            "Classification",
+            {"Alice Chen": "person", "Alice": "person", "Project Apollo": "project", "Project": "none"},
+        ),
+        tool_call_reply(
+            "Relations",
+            {
+                "relations": [
+                    {"type": "works_on", "source": "Alice Chen", "target": "Project Apollo", "evidence": [2]}
+                ]
+            },
+        ),
+    )
+    async with extractor(fake_openai, prompt="extract@6") as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    classify, relate = fake_openai.requests
+    assert list((classify.tool_parameters() or {})["properties"]) == [
+        "Alice Chen",
+        "Alice",
+        "Project Apollo",
+        "Project",
+    ]
+    assert "Candidate names: Alice Chen; Alice; Project Apollo; Project" in str(
+        classify.messages[-1]["content"]
+    )
+    assert relate.tool_schema_name() == "Relations"
+    assert [(e.name, e.type, e.aliases) for e in snapshot.entities] == [
+        ("Alice Chen", "person", ("Alice",)),  # inside the longer name of the same type: an alias
+        ("Project Apollo", "project", ()),
+    ]
+    assert [r.type for r in snapshot.relations] == ["works_on"]
+
+
+async def test_classify_lists_entities_where_there_are_no_candidate_names(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    chinese = [Entry(2, "message", {"role": "user", "content": "张伟在北京工作。"})]
+    fake_openai.enqueue(
+        tool_call_reply("Entities", {"entities": [{"name": "张伟", "type": "person", "evidence": [2]}]}),
+        tool_call_reply("Relations", {"relations": []}),
+    )
+    async with extractor(fake_openai, prompt="extract@6") as ex:
+        [snapshot] = await ex.extract(chinese, tape="t")
+    assert fake_openai.requests[0].tool_schema_name() == "Entities"
+    assert [e.name for e in snapshot.entities] == ["张伟"]

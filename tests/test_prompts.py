@@ -112,6 +112,17 @@ def test_a_template_syntax_error_names_the_section_and_line(library: PromptLibra
         library.load("extract@51")
 
 
+def test_the_classify_strategy_without_candidates_is_a_format_error(library: PromptLibrary) -> None:
+    text = (
+        (library.root / "extract" / "v6.md").read_text(encoding="utf-8").replace("version: 6", "version: 52")
+    )
+    (library.root / "extract" / "v52.md").write_text(
+        text.replace("candidates: true", "candidates: false"), encoding="utf-8"
+    )
+    with pytest.raises(PromptFormatError, match="strategy 'classify' types candidate names"):
+        library.load("extract@52")
+
+
 def _uv() -> list[str]:
     """The uv that `make` installs into .tools/ (never the system interpreter), else one on PATH."""
     tools = REPO / ".tools" / "bin" / "python"

@@ -11,6 +11,7 @@ from bub_semantic_memory.schema import (
     Constraints,
     KnownEntity,
     ValidationScope,
+    build_classification_model,
     build_entities_model,
     build_relations_model,
     build_response_model,
@@ -87,6 +88,14 @@ def test_candidate_names_are_capitalised_spans_not_sentence_starters() -> None:
     assert not {"Hi", "Update", "Right", "He's", "I'm", "user"} & set(names)
 
 
+def test_a_capitalised_quoted_value_is_one_candidate_name() -> None:
+    result = '{"hq_city": "Sacramento", "deal": "Cold-chain sensor rollout", "note": "Call them back about it soon please"}'
+    names = candidate_names(rendered_lines((7, "user", f"crm.lookup returned: {result}")))
+    assert names is not None
+    assert {"Sacramento", "Cold-chain sensor rollout"} <= set(names)  # a quote is not a sentence start
+    assert not any(name.startswith("Call") for name in names)  # six words: prose, not a name
+
+
 def test_candidate_names_are_off_for_uncased_scripts() -> None:
     assert candidate_names(rendered_lines((3, "user", "张伟在北京的Acme工作"))) is None
 
@@ -154,3 +163,43 @@ def test_an_alias_that_is_another_entitys_name_is_re_asked(ontology: Ontology) -
     name_after = {"entities": list(reversed(alias_after["entities"])), "relations": []}
     with pytest.raises(ValidationError, match="entity 'Globex' is also listed as an alias of 'Maya Lin'"):
         model.model_validate(name_after, context={"scope": scope(ontology)})
+
+
+def _classified(
+    ontology: Ontology, labels: dict[str, str], text: str
+) -> list[tuple[str, str, tuple[str, ...]]]:
+    model = build_classification_model(ontology, tuple(labels))
+    lines = rendered_lines((5, "user", text))
+    result = model.model_validate(labels, context={"scope": ValidationScope(ontology=ontology, lines=lines)})
+    return [(e.name, e.type, e.aliases) for e in result.resolved()[0]]
+
+
+def test_classification_has_one_key_per_candidate_and_keeps_the_typed_ones(ontology: Ontology) -> None:
+    schema = build_classification_model(ontology, ("Maya Lin", "Globex", "Thanks")).model_json_schema()
+    assert list(schema["properties"]) == ["Maya Lin", "Globex", "Thanks"]
+    assert schema["required"] == ["Maya Lin", "Globex", "Thanks"]  # the grammar visits every one
+    assert schema["properties"]["Globex"]["enum"] == [*ontology.entity_types, "none"]
+    labels = {"Maya Lin": "person", "Globex": "organization", "Thanks": "none"}
+    assert _classified(ontology, labels, "Maya Lin works at Globex. Thanks") == [
+        ("Maya Lin", "person", ()),
+        ("Globex", "organization", ()),
+    ]
+
+
+def test_a_classified_name_inside_exactly_one_longer_name_of_its_type_becomes_its_alias(
+    ontology: Ontology,
+) -> None:
+    text = "Robert Castillo runs Castillo Properties; Robert says hi, and Castillo too."
+    labels = {"Robert Castillo": "person", "Robert": "person", "Castillo Properties": "organization"}
+    assert _classified(ontology, {**labels, "Castillo": "person"}, text) == [
+        ("Robert Castillo", "person", ("Robert", "Castillo")),
+        ("Castillo Properties", "organization", ()),
+    ]
+    both = {**labels, "Castillo Properties": "person", "Castillo": "person"}  # inside two: its own entity
+    assert ("Castillo", "person", ()) in _classified(ontology, both, text)
+
+
+def test_a_classification_missing_a_candidate_is_invalid(ontology: Ontology) -> None:
+    model = build_classification_model(ontology, ("Maya Lin", "Globex"))
+    with pytest.raises(ValidationError, match="Globex"):
+        model.model_validate({"Maya Lin": "person"}, context={"scope": scope(ontology)})

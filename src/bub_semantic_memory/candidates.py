@@ -18,6 +18,8 @@ __all__ = ["candidate_names"]
 _CAPITALISED = re.compile(
     r"(?<![\w@])[A-Z](?:[\w'’&.-]*\w)?(?:\s+(?:(?:of|the|de|da|van|von|del|di)\s+)?[A-Z0-9](?:[\w'’&.-]*\w)?){0,3}"
 )
+_QUOTED = re.compile(r'"([A-Z][^"\n]*)"')  # a JSON string value or a quotation that starts with a capital
+_QUOTED_MAX_WORDS = 5
 _UNCASED_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _CONTRACTION = re.compile(r"['’](?:s|re|ll|d|ve|m|t)$", re.IGNORECASE)
 _NOT_NAMES = frozenset(
@@ -36,7 +38,8 @@ def candidate_names(lines: Sequence[TranscriptLine], *, limit: int = 120) -> lis
     """Capitalised spans of the lines that could be names ("Maya Lin", "Project Apollo", "Globex").
 
     A one-word span that only ever starts a sentence ("Update", "Right") is dropped;
-    contractions ("He's") are never names; a named sender is a name wherever it stands.
+    contractions ("He's") are never names; a named sender is a name wherever it stands;
+    a quoted string of up to five words that starts with a capital is one name.
     Scripts without capitals (Chinese) yield None: the name is then free text.
     """
     if any(_UNCASED_SCRIPT.search(line.text) for line in lines):
@@ -67,4 +70,24 @@ def candidate_names(lines: Sequence[TranscriptLine], *, limit: int = 120) -> lis
                 found.setdefault(span, None)
                 if not initial or size > 1:
                     mid_sentence.add(span)
+        for quoted in _quoted_names(body):
+            found.setdefault(quoted, None)
+            mid_sentence.add(quoted)
     return [span for span in found if span in mid_sentence][:limit]
+
+
+def _quoted_names(text: str) -> list[str]:
+    """Whole quoted strings that start with a capital: tool results carry names as JSON values
+    ("Sacramento", "Cold-chain sensor rollout"), where a quote would otherwise look like the
+    start of a sentence and a lower-case word would end the span."""
+    names = []
+    for match in _QUOTED.finditer(text):
+        value = match.group(1).strip()
+        if (
+            len(value.split()) <= _QUOTED_MAX_WORDS
+            and len(value) <= MAX_NAME
+            and value.casefold() not in _NOT_NAMES
+            and not _CONTRACTION.search(value)
+        ):
+            names.append(value)
+    return names

@@ -43,11 +43,13 @@ from bub_semantic_memory.errors import (
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Entity, Relation, Snapshot, Usage
 from bub_semantic_memory.schema import (
+    MAX_CLASSIFIED,
     Constraints,
     ExtractionResponse,
     KnownEntity,
     Salvage,
     ValidationScope,
+    build_classification_model,
     build_entities_model,
     build_relations_model,
     build_response_model,
@@ -232,7 +234,7 @@ class Extractor:
         if window.lines:
             known_all = _known_entities(memory, learned or {})
             listed = self._listed_known(memory, learned or {}, window)
-            if self.prompt.strategy == "two_step":
+            if self.prompt.strategy in ("two_step", "classify"):
                 entities, relations = await self._two_step(window, known_all, listed, ledger)
             else:
                 entities, relations = await self._single(window, known_all, listed, ledger)
@@ -320,11 +322,16 @@ class Extractor:
     async def _two_step(
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
-        messages = self._messages(window, listed, step="entities", entities=[])
         constraints = self._constraints(window, listed)
-        model = build_entities_model(
-            self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=constraints
-        )
+        names = constraints.names or ()
+        if self.prompt.strategy == "classify" and 0 < len(names) <= MAX_CLASSIFIED:
+            model = build_classification_model(self.prompt.ontology, names)
+            messages = self._messages(window, listed, step="classify", entities=[], candidates=list(names))
+        else:
+            model = build_entities_model(
+                self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=constraints
+            )
+            messages = self._messages(window, listed, step="entities", entities=[], candidates=list(names))
         found = await self._ask(model, messages, self._scope(window, known), ledger)
         entities, _ = found.resolved()
         candidates = {e.key: KnownEntity.of(e) for e in entities}

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 import jinja2
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bub_semantic_memory.errors import (
     ConfigurationError,
@@ -52,7 +52,7 @@ _VERSION_FILE = re.compile(r"^v(\d+)\.md$")
 _REF = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?:@(?P<version>\d+|latest|promoted))?$")
 _SECTION = re.compile(r"^=== (system|user) ===\s*$", re.MULTILINE)
 
-type Strategy = Literal["single", "two_step"]
+type Strategy = Literal["single", "two_step", "classify"]
 
 
 def bundled_prompts_dir() -> Path:
@@ -128,6 +128,12 @@ class _FrontMatter(BaseModel):
     candidates: bool = False
     ontology: Ontology
 
+    @model_validator(mode="after")
+    def _classify_needs_candidates(self) -> _FrontMatter:
+        if self.strategy == "classify" and not self.candidates:
+            raise ValueError("strategy 'classify' types candidate names: set 'candidates: true'")
+        return self
+
 
 @dataclass(frozen=True)
 class PromptTemplate:
@@ -138,8 +144,11 @@ class PromptTemplate:
         reasoning: ask the model for a short reasoning note before the lists.
         candidates: entity names must be picked from capitalised spans of the window
             (an enum in the schema; grammar-constrained backends cannot invent names).
-        strategy: ``single`` (one call) or ``two_step`` (entities, then relations
-            constrained to the extracted entities).
+        strategy: ``single`` (one call), ``two_step`` (entities, then relations
+            constrained to the extracted entities) or ``classify`` (as ``two_step``, but the
+            first call gives every candidate name a type or ``none`` instead of listing
+            entities; needs ``candidates: true``, and lists entities where there are no
+            candidates, as in Chinese, or more than the schema's limit).
     """
 
     name: str

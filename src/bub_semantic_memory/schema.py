@@ -25,6 +25,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Annotated, Any, Literal, Union, cast, get_args
 
 from pydantic import (
@@ -50,6 +51,7 @@ __all__ = [
     "KnownEntity",
     "Salvage",
     "ValidationScope",
+    "build_classification_model",
     "build_entities_model",
     "build_relations_model",
     "build_response_model",
@@ -66,6 +68,8 @@ MAX_ATTRIBUTES = 5
 MAX_ENTITIES = 30
 MAX_RELATIONS = 40
 MAX_REASONING = 300
+MAX_CLASSIFIED = 40  # candidate names one classification call types; more: the entities are listed
+NOT_AN_ENTITY = "none"
 _EVIDENCE_HELP = "Turn numbers (the number in brackets) of the lines that state this."
 
 
@@ -550,6 +554,67 @@ def build_entities_model(
         fields["reasoning"] = _reasoning_field()
     fields["entities"] = _entities_field(ontology, constraints, at_least=1 if constraints.names else 0)
     return cast("type[ExtractionResponse]", create_model("Entities", __base__=ExtractionResponse, **fields))
+
+
+class ClassifiedResponse(ExtractionResponse):
+    """A classification answer: one field per candidate name, holding its type or ``none``.
+
+    Each field's alias is the candidate name, so the JSON object's keys are the names
+    and a grammar-constrained model visits every candidate in order (it cannot stop
+    after the first few, which is how a small model that lists entities loses recall).
+    """
+
+    @property
+    def entities(self) -> list[Any]:
+        """The typed candidates as entity items; a name inside a longer one of the same type
+        ("Robert" in "Robert Castillo") becomes that one's alias, when exactly one contains it."""
+        typed = {
+            str(info.alias): str(getattr(self, name))
+            for name, info in type(self).model_fields.items()
+            if getattr(self, name) != NOT_AN_ENTITY
+        }
+        owners = {name: _containing(name, kind, typed) for name, kind in typed.items()}
+        return [
+            SimpleNamespace(
+                name=name,
+                type=kind,
+                aliases=[alias for alias, owner in owners.items() if owner == name],
+                evidence=[],
+            )
+            for name, kind in typed.items()
+            if owners[name] is None
+        ]
+
+
+def _containing(name: str, kind: str, typed: Mapping[str, str]) -> str | None:
+    """The one longer candidate of type ``kind`` that contains ``name`` as whole words, if exactly one."""
+    words = normalize_name(name).split()
+    longer = [
+        other
+        for other, other_kind in typed.items()
+        if other_kind == kind and other != name and _has_words(normalize_name(other).split(), words)
+    ]
+    return longer[0] if len(longer) == 1 else None
+
+
+def _has_words(words: list[str], part: list[str]) -> bool:
+    return len(part) < len(words) and any(
+        words[i : i + len(part)] == part for i in range(len(words) - len(part) + 1)
+    )
+
+
+@functools.lru_cache(maxsize=128)
+def build_classification_model(ontology: Ontology, names: tuple[str, ...]) -> type[ExtractionResponse]:
+    """Step one of the ``classify`` strategy: every candidate name gets a type or ``none``.
+
+    ``names`` must be distinct; at most :data:`MAX_CLASSIFIED` of them.
+    """
+    choice = _literal([*ontology.entity_types, NOT_AN_ENTITY])
+    fields: dict[str, Any] = {f"candidate_{i}": (choice, Field(alias=name)) for i, name in enumerate(names)}
+    return cast(
+        "type[ExtractionResponse]",
+        create_model("Classification", __base__=ClassifiedResponse, **fields),
+    )
 
 
 def build_relations_model(

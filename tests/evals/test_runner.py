@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bub_semantic_memory.candidates import candidate_names
 from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import GateError
 from bub_semantic_memory.evals.dataset import load_fixtures
@@ -23,6 +24,7 @@ from bub_semantic_memory.testing import (
     status_reply,
     tool_call_reply,
 )
+from bub_semantic_memory.transcript import render_transcript
 from bub_semantic_memory.transport import OpenAIBackend, RetryPolicy
 from tests.conftest import REPO
 
@@ -328,3 +330,36 @@ async def test_promote_refuses_a_worse_candidate_and_keeps_the_current_one(tmp_p
         await promote(library, library.load("extract@2"), QUICK, options(server, tmp_path, cache="off"))
     assert library.manifest().promoted["extract"].version == 1
     assert library.load("extract").version == 1  # the plugin keeps loading the promoted version
+
+
+async def test_the_classify_strategy_against_an_oracle_finds_every_gold_entity_named_by_a_candidate(
+    oracle_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    report = await run_eval(QUICK, [PromptLibrary().load("extract@6")], options(oracle_server, tmp_path))
+    run = report.runs[0]
+    assert run.metrics.success_rate == 1.0
+    first_steps = [
+        r.tool_schema_name() for r in oracle_server.requests if r.tool_schema_name() != "Relations"
+    ]
+    assert sorted(first_steps) == ["Classification"] * 5 + ["Entities"]  # small talk: no candidate names
+    aliases = {a for f in QUICK for e in f.gold.entities for a in e.aliases}
+    by_id = {f.id: f for f in QUICK}
+    for fixture in run.fixtures:
+        candidates = candidate_names(render_transcript(by_id[fixture.fixture].entries()).lines) or []
+        missed = {name.split(":", 1)[1] for name in fixture.missed_entities}
+        assert not missed & set(candidates), fixture.fixture  # only names that are no candidate are missed
+        # a classification cannot say that "Bob" is Robert Castillo: such aliases stand alone
+        assert {name.split(":", 1)[1] for name in fixture.spurious_entities} <= aliases
+
+
+async def test_the_candidate_names_of_a_candidates_prompt_are_part_of_the_cache_key(
+    oracle_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prompt = PromptLibrary().load("extract@6")
+    fixtures = QUICK[:1]
+    first = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
+    again = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
+    assert first.runs[0].metrics.cached_fixtures == 0 and again.runs[0].metrics.cached_fixtures == 1
+    monkeypatch.setattr("bub_semantic_memory.evals.runner.candidate_names", lambda lines: ["Someone Else"])
+    changed = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
+    assert changed.runs[0].metrics.cached_fixtures == 0  # another heuristic, other schemas: asked again

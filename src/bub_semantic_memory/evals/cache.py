@@ -1,8 +1,10 @@
 """The eval response cache: one file per (prompt sha256, model, mode, transcript hash, settings).
 
-For a local model the key also holds the backend's ``fingerprint`` (model file and batch
-size): those decide its answers as much as the prompt does, and the spec ``local`` names
-whichever file is the default.
+For a local model the key also holds the backend's ``fingerprint`` (model file, batch size,
+repeat penalty): those decide its answers as much as the prompt does, and the spec ``local``
+names whichever file is the default. For a prompt with ``candidates: true`` it holds a hash
+of the transcript's candidate names, which the schema offers and a change in that heuristic
+changes.
 
 A re-run of an eval makes no model calls for what it already extracted. The cache
 stores a fixture's whole extraction (its snapshots, with the usage of the original

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any, Literal
 from rich.console import Console
 
 from bub_semantic_memory.backends import model_note, open_backend
+from bub_semantic_memory.candidates import candidate_names
 from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import ExtractionError, ReplayMissError
 from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key
@@ -113,6 +115,12 @@ def _transcript_hash(entries: list[Entry], redactor: Redactor) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _candidates_hash(entries: list[Entry], redactor: Redactor) -> str:
+    """Hash of the candidate names of the whole transcript (a prompt with ``candidates: true``)."""
+    names = candidate_names(render_transcript(entries, redact=redactor).lines)
+    return hashlib.sha256(json.dumps(names).encode("utf-8")).hexdigest()
+
+
 @dataclass
 class _Outcome:
     snapshots: list[Snapshot]
@@ -137,10 +145,12 @@ class _PromptRunner:
         ex = self.extractor
         substituted = {"ontology_sha256": self.prompt.ontology_sha256} if self.prompt.ontology_sha256 else {}
         fingerprint = getattr(ex.backend, "fingerprint", None)  # a local model's file and batch size
-        backend = {"backend": fingerprint} if fingerprint else {}
+        extra: dict[str, Any] = {"backend": fingerprint} if fingerprint else {}
+        if self.prompt.candidates:  # the names the schema offers: a change in the heuristic changes them
+            extra["candidates_sha256"] = _candidates_hash(entries, ex.redactor)
         return cache_key(
             **substituted,
-            **backend,
+            **extra,
             prompt_sha256=self.prompt.sha256,
             model=self.options.model,
             mode=ex.mode,

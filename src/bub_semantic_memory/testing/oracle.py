@@ -4,7 +4,9 @@
 Given facts (entities with names, types, aliases; relations between entity names),
 it answers each extraction request with the entities named in the request's
 ``<transcript>`` section and the relations between them, shaped for whichever
-response model the request asks for (``Extraction``, ``Entities`` or ``Relations``).
+response model the request asks for (``Extraction``, ``Entities``, ``Relations``, or
+``Classification``, where each candidate name gets the type of the entity it names or
+``none``).
 It is not a model of quality: it shows that the pipeline around the model works.
 """
 
@@ -26,6 +28,30 @@ def _shown_name(folded_text: str, entity: Mapping[str, Any]) -> str:
     if is_mentioned(entity["name"], folded_text):
         return str(entity["name"])
     return str(next(a for a in entity.get("aliases", ()) if is_mentioned(a, folded_text)))
+
+
+def _values(prop: Mapping[str, Any]) -> list[str]:
+    return [str(prop["const"])] if "const" in prop else [str(v) for v in prop.get("enum", ())]
+
+
+def _relation_ends(schema: Mapping[str, Any]) -> set[tuple[str, str, str]] | None:
+    """The (source, type, target) triples a relations schema with enum ends allows (None: any)."""
+    variants = [
+        d
+        for d in schema.get("$defs", {}).values()
+        if {"source", "target", "type"} <= set(d.get("properties", {}))
+    ]
+    if not variants or not all(
+        "enum" in v["properties"]["source"] or "const" in v["properties"]["source"] for v in variants
+    ):
+        return None
+    return {
+        (source, kind, target)
+        for v in variants
+        for kind in _values(v["properties"]["type"])
+        for source in _values(v["properties"]["source"])
+        for target in _values(v["properties"]["target"])
+    }
 
 
 @dataclass
@@ -104,11 +130,25 @@ class OracleResponder:
                 }
                 if edge not in relations and edge["source"] != edge["target"]:
                     relations.append(edge)
+        if name == "Classification":
+            return tool_call_reply(name, self._classify(request, mentioned))
         answer: dict[str, Any] = {}
         if "reasoning" in (request.tool_parameters() or {}).get("properties", {}):
             answer["reasoning"] = "The facts the transcript states."
         if name != "Relations":
             answer["entities"] = entities
         if name != "Entities":
-            answer["relations"] = relations
+            ends = _relation_ends(request.tool_parameters() or {})
+            answer["relations"] = [
+                r for r in relations if ends is None or (r["source"], r["type"], r["target"]) in ends
+            ]
         return tool_call_reply(name, answer)
+
+    @staticmethod
+    def _classify(request: RecordedRequest, mentioned: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+        """Each candidate (a key of the schema) typed as the mentioned entity it names, else none."""
+        types = {
+            normalize_name(n): str(e["type"]) for e in mentioned for n in (e["name"], *e.get("aliases", ()))
+        }
+        candidates = (request.tool_parameters() or {}).get("properties", {})
+        return {c: types.get(normalize_name(c), "none") for c in candidates}
