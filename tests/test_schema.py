@@ -88,12 +88,12 @@ def test_candidate_names_are_capitalised_spans_not_sentence_starters() -> None:
     assert not {"Hi", "Update", "Right", "He's", "I'm", "user"} & set(names)
 
 
-def test_a_capitalised_quoted_value_is_one_candidate_name() -> None:
-    result = '{"hq_city": "Sacramento", "deal": "Cold-chain sensor rollout", "note": "Call them back about it soon please"}'
+def test_a_quoted_value_in_title_case_is_one_candidate_name() -> None:
+    result = '{"hq_city": "Sacramento", "bank": "Bank of America", "industry": "Food distribution"}'
     names = candidate_names(rendered_lines((7, "user", f"crm.lookup returned: {result}")))
     assert names is not None
-    assert {"Sacramento", "Cold-chain sensor rollout"} <= set(names)  # a quote is not a sentence start
-    assert not any(name.startswith("Call") for name in names)  # six words: prose, not a name
+    assert {"Sacramento", "Bank of America"} <= set(names)  # a quote is not a sentence start
+    assert "Food distribution" not in names and "Food" not in names  # a category, not a name
 
 
 def test_candidate_names_are_off_for_uncased_scripts() -> None:
@@ -186,17 +186,21 @@ def test_classification_has_one_key_per_candidate_and_keeps_the_typed_ones(ontol
     ]
 
 
-def test_a_classified_name_inside_exactly_one_longer_name_of_its_type_becomes_its_alias(
+def test_a_classified_name_inside_exactly_one_longer_typed_name_becomes_its_alias(
     ontology: Ontology,
 ) -> None:
     text = "Robert Castillo runs Castillo Properties; Robert says hi, and Castillo too."
     labels = {"Robert Castillo": "person", "Robert": "person", "Castillo Properties": "organization"}
-    assert _classified(ontology, {**labels, "Castillo": "person"}, text) == [
-        ("Robert Castillo", "person", ("Robert", "Castillo")),
+    assert _classified(ontology, labels, text) == [
+        ("Robert Castillo", "person", ("Robert",)),
         ("Castillo Properties", "organization", ()),
     ]
-    both = {**labels, "Castillo Properties": "person", "Castillo": "person"}  # inside two: its own entity
-    assert ("Castillo", "person", ()) in _classified(ontology, both, text)
+    inside_two = {**labels, "Castillo": "person"}  # in "Robert Castillo" and "Castillo Properties"
+    assert ("Castillo", "person", ()) in _classified(ontology, inside_two, text)
+    mistyped = {"Project Tidewater": "project", "Tidewater": "location"}  # the short form's type is a guess
+    assert _classified(ontology, mistyped, "Project Tidewater ships. Tidewater is late.") == [
+        ("Project Tidewater", "project", ("Tidewater",))
+    ]
 
 
 def test_a_classification_missing_a_candidate_is_invalid(ontology: Ontology) -> None:

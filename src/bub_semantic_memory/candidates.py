@@ -20,6 +20,7 @@ _CAPITALISED = re.compile(
 )
 _QUOTED = re.compile(r'"([A-Z][^"\n]*)"')  # a JSON string value or a quotation that starts with a capital
 _QUOTED_MAX_WORDS = 5
+_CONNECTORS = frozenset(("of", "the", "de", "da", "van", "von", "del", "di"))  # "Bank of America"
 _UNCASED_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _CONTRACTION = re.compile(r"['’](?:s|re|ll|d|ve|m|t)$", re.IGNORECASE)
 _NOT_NAMES = frozenset(
@@ -39,7 +40,7 @@ def candidate_names(lines: Sequence[TranscriptLine], *, limit: int = 120) -> lis
 
     A one-word span that only ever starts a sentence ("Update", "Right") is dropped;
     contractions ("He's") are never names; a named sender is a name wherever it stands;
-    a quoted string of up to five words that starts with a capital is one name.
+    a quoted string of up to five words in title case is one name.
     Scripts without capitals (Chinese) yield None: the name is then free text.
     """
     if any(_UNCASED_SCRIPT.search(line.text) for line in lines):
@@ -77,14 +78,16 @@ def candidate_names(lines: Sequence[TranscriptLine], *, limit: int = 120) -> lis
 
 
 def _quoted_names(text: str) -> list[str]:
-    """Whole quoted strings that start with a capital: tool results carry names as JSON values
-    ("Sacramento", "Cold-chain sensor rollout"), where a quote would otherwise look like the
-    start of a sentence and a lower-case word would end the span."""
+    """Whole quoted strings in title case: tool results carry names as JSON values ("Sacramento",
+    "Brightwater Foods"), where the quote made them look like the start of a sentence. A value
+    with a lower-case word ("Food distribution") is more often a category than a name."""
     names = []
     for match in _QUOTED.finditer(text):
         value = match.group(1).strip()
+        words = value.split()
         if (
-            len(value.split()) <= _QUOTED_MAX_WORDS
+            len(words) <= _QUOTED_MAX_WORDS
+            and all(not w[0].isalpha() or w[0].isupper() or w in _CONNECTORS for w in words)
             and len(value) <= MAX_NAME
             and value.casefold() not in _NOT_NAMES
             and not _CONTRACTION.search(value)

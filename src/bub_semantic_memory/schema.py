@@ -566,14 +566,18 @@ class ClassifiedResponse(ExtractionResponse):
 
     @property
     def entities(self) -> list[Any]:
-        """The typed candidates as entity items; a name inside a longer one of the same type
-        ("Robert" in "Robert Castillo") becomes that one's alias, when exactly one contains it."""
+        """The typed candidates as entity items.
+
+        A name inside exactly one longer typed name ("Robert" in "Robert Castillo",
+        "Tidewater" in "Project Tidewater") becomes that one's alias, whatever type the
+        short form was given: out of context, the short form's type is the guess.
+        """
         typed = {
             str(info.alias): str(getattr(self, name))
             for name, info in type(self).model_fields.items()
             if getattr(self, name) != NOT_AN_ENTITY
         }
-        owners = {name: _containing(name, kind, typed) for name, kind in typed.items()}
+        owners = {name: _containing(name, typed) for name in typed}
         return [
             SimpleNamespace(
                 name=name,
@@ -586,14 +590,10 @@ class ClassifiedResponse(ExtractionResponse):
         ]
 
 
-def _containing(name: str, kind: str, typed: Mapping[str, str]) -> str | None:
-    """The one longer candidate of type ``kind`` that contains ``name`` as whole words, if exactly one."""
+def _containing(name: str, typed: Mapping[str, str]) -> str | None:
+    """The one longer typed candidate that contains ``name`` as whole words, if exactly one."""
     words = normalize_name(name).split()
-    longer = [
-        other
-        for other, other_kind in typed.items()
-        if other_kind == kind and other != name and _has_words(normalize_name(other).split(), words)
-    ]
+    longer = [other for other in typed if other != name and _has_words(normalize_name(other).split(), words)]
     return longer[0] if len(longer) == 1 else None
 
 
