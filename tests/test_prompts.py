@@ -101,26 +101,24 @@ def test_a_prompt_without_front_matter_is_a_format_error(library: PromptLibrary)
         library.load("extract@50")
 
 
+def _edited_copy(library: PromptLibrary, source: int, version: int, old: str, new: str) -> str:
+    """A copy of ``extract@source`` saved as ``extract@version`` with ``old`` replaced by ``new``."""
+    text = (library.root / "extract" / f"v{source}.md").read_text(encoding="utf-8")
+    text = text.replace(f"version: {source}", f"version: {version}").replace(old, new)
+    (library.root / "extract" / f"v{version}.md").write_text(text, encoding="utf-8")
+    return f"extract@{version}"
+
+
 def test_a_template_syntax_error_names_the_section_and_line(library: PromptLibrary) -> None:
-    text = (
-        (library.root / "extract" / "v1.md").read_text(encoding="utf-8").replace("version: 1", "version: 51")
-    )
-    (library.root / "extract" / "v51.md").write_text(
-        text.replace("{{ transcript }}", "{{ transcript"), encoding="utf-8"
-    )
+    ref = _edited_copy(library, 1, 51, "{{ transcript }}", "{{ transcript")
     with pytest.raises(PromptFormatError, match="user section, line"):
-        library.load("extract@51")
+        library.load(ref)
 
 
 def test_the_classify_strategy_without_candidates_is_a_format_error(library: PromptLibrary) -> None:
-    text = (
-        (library.root / "extract" / "v6.md").read_text(encoding="utf-8").replace("version: 6", "version: 52")
-    )
-    (library.root / "extract" / "v52.md").write_text(
-        text.replace("candidates: true", "candidates: false"), encoding="utf-8"
-    )
+    ref = _edited_copy(library, 6, 52, "candidates: true", "candidates: false")
     with pytest.raises(PromptFormatError, match="strategy 'classify' types candidate names"):
-        library.load("extract@52")
+        library.load(ref)
 
 
 def _uv() -> list[str]:
