@@ -36,7 +36,8 @@ class Harness:
         return OracleResponder.from_golds(self.extractions.values())(request)
 
     def extraction_requests(self) -> list[RecordedRequest]:
-        return [r for r in self.server.requests if r.tool_schema_name() is not None]
+        """One request per extracted window (a two-step prompt's relations call is not counted)."""
+        return [r for r in self.server.requests if r.starts_window()]
 
 
 MAYA: dict[str, list[dict[str, Any]]] = {

@@ -46,7 +46,7 @@ def test_bub_run_twice_remembers_the_first_turn_in_the_second_request(tmp_path: 
 
         bub_run("Hi, I'm Maya Lin and I live in Lisbon.")
         agent_calls = [r for r in server.requests if r.tool_schema_name() is None]
-        extractions = [r for r in server.requests if r.tool_schema_name() is not None]
+        extractions = [r for r in server.requests if r.starts_window()]
         assert len(agent_calls) == 1 and agent_calls[0].stream
         assert len(extractions) == 1  # bub run waited for the extraction at shutdown
         assert injected_memory(agent_calls[0].messages) == ""

@@ -155,6 +155,13 @@ class RecordedRequest:
                 return cast(dict[str, Any], parameters)
         return None
 
+    def starts_window(self) -> bool:
+        """Whether this is the first extraction request of a window (count these to count windows):
+        a forced tool call that is neither a two-step prompt's ``Relations`` call nor a re-ask
+        (which ends with the ``tool`` message carrying the validation error)."""
+        last = self.messages[-1] if self.messages else {}
+        return self.tool_schema_name() not in (None, "Relations") and last.get("role") != "tool"
+
     def tool_schema_name(self) -> str | None:
         """The function name forced by ``tool_choice`` (``{"type": "function", "function": {"name": ...}}``).
 
