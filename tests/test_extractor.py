@@ -302,6 +302,56 @@ async def test_a_grammar_constrained_backend_gets_the_windows_turns_as_an_enum()
     assert evidence["items"]["enum"] == [2, 3]  # a grammar cannot cite other turns
 
 
+MAYA_TURN = [
+    Entry(1, "message", {"role": "user", "content": "Hi, I'm Maya Lin and I live in Lisbon."}),
+    Entry(2, "message", {"role": "assistant", "content": "Noted."}),
+]
+NOTHING_NEW = [
+    Entry(3, "message", {"role": "user", "content": "Where do I live?"}),
+    Entry(4, "message", {"role": "assistant", "content": "Noted."}),
+]
+
+
+async def test_a_two_step_window_that_names_nothing_new_may_list_no_entities(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    """Context and memory offer candidate names, but the new lines name nobody: [] is the answer."""
+    fake_openai.enqueue(tool_call_reply("Entities", {"entities": []}))
+    memory = MemoryGraph.fold(
+        [make_snapshot([Entity.create("Maya Lin", "person")], tape="t", first=1, last=2)]
+    )
+    async with extractor(fake_openai, prompt="extract@4") as ex:
+        [snapshot] = await ex.extract([*MAYA_TURN, *NOTHING_NEW], tape="t", memory=memory)
+    assert len(fake_openai.requests) == 1  # not re-asked for an entity
+    assert (snapshot.first_entry_id, snapshot.entities) == (3, ())
+
+
+@pytest.mark.parametrize(("entries", "at_least"), [(MAYA_TURN, 1), ([*MAYA_TURN, *NOTHING_NEW], 0)])
+async def test_a_grammar_must_name_an_entity_only_when_the_new_lines_hold_a_candidate(
+    entries: list[Entry], at_least: int
+) -> None:
+    sent: list[dict[str, Any]] = []
+
+    class Grammar:
+        grammar_constrained = True
+
+        async def create(self, **kwargs: Any) -> Any:
+            sent.append(kwargs)
+            raise RuntimeError("stop here")
+
+        async def aclose(self) -> None:
+            return None
+
+    memory = MemoryGraph.fold(
+        [make_snapshot([Entity.create("Maya Lin", "person")], tape="t", first=1, last=2)]
+    )
+    ex = Extractor(ExtractorConfig(model="m", prompt="extract@4", retry=FAST), backend=Grammar())
+    with pytest.raises(ExtractionError):
+        await ex.extract(entries, tape="t", memory=memory if len(entries) > 2 else None)
+    parameters = sent[0]["tools"][0]["function"]["parameters"]
+    assert parameters["properties"]["entities"].get("minItems", 0) == at_least
+
+
 async def test_a_refusal_in_plain_text_is_reasked(fake_openai: FakeOpenAIServer) -> None:
     fake_openai.enqueue(refusal_reply("I cannot help with that."), good())
     async with extractor(fake_openai) as ex:

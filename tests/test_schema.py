@@ -102,7 +102,7 @@ def test_candidate_names_are_off_for_uncased_scripts() -> None:
 
 def test_candidate_mode_constrains_names_in_the_schema(ontology: Ontology) -> None:
     schema = build_entities_model(
-        ontology, constraints=Constraints(turns=(6, 7), names=("Maya Lin", "Globex"))
+        ontology, constraints=Constraints(turns=(6, 7), names=("Maya Lin", "Globex"), at_least=1)
     ).model_json_schema()
     entity = schema["$defs"]["ExtractedEntity"]
     assert entity["properties"]["name"]["enum"] == ["Maya Lin", "Globex"]

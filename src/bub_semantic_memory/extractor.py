@@ -317,7 +317,13 @@ class Extractor:
         spans = candidate_names(window.all_lines())
         if spans is None:
             return Constraints(turns=turns)
-        return Constraints(turns=turns, names=tuple(dict.fromkeys([*spans, *(k.name for k in listed)])))
+        names = tuple(dict.fromkeys([*spans, *(k.name for k in listed)]))
+        # A grammar-constrained model must name one entity when the new lines hold a candidate;
+        # a window that names nothing new ("Where do I live?") may answer [] (context and
+        # memory supply names too, and forcing one of them failed such windows).
+        grammar = getattr(self.backend, "grammar_constrained", False)
+        at_least = 1 if grammar and candidate_names(window.lines.lines) else 0
+        return Constraints(turns=turns, names=names, at_least=at_least)
 
     async def _two_step(
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger

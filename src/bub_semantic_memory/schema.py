@@ -449,10 +449,14 @@ class Constraints:
     Attributes:
         turns: the turn numbers evidence may cite (empty: any integer).
         names: entity names to pick from (None: free text; empty: nothing to name).
+        at_least: entities a listing must name (a grammar-constrained small model otherwise
+            takes the shortest path, ``[]``); set only when the new lines hold a candidate, so
+            a window that names nothing new can still answer ``[]``.
     """
 
     turns: tuple[int, ...] = ()
     names: tuple[str, ...] | None = None
+    at_least: int = 0
 
 
 def _evidence_field(turns: tuple[int, ...]) -> tuple[Any, Any]:
@@ -542,17 +546,13 @@ def build_response_model(
 def build_entities_model(
     ontology: Ontology, *, reasoning: bool = False, constraints: Constraints | None = None
 ) -> type[ExtractionResponse]:
-    """Step one of the two-step strategy: entities only.
-
-    With candidate names there is something to name, so at least one entity is asked
-    for (a small model under a grammar otherwise takes the shortest path, ``[]``);
-    with an empty candidate list nothing may be named.
-    """
+    """Step one of the two-step strategy: entities only, at least ``constraints.at_least`` of
+    them (with an empty candidate list nothing may be named)."""
     constraints = constraints or Constraints()
     fields: dict[str, Any] = {}
     if reasoning:
         fields["reasoning"] = _reasoning_field()
-    fields["entities"] = _entities_field(ontology, constraints, at_least=1 if constraints.names else 0)
+    fields["entities"] = _entities_field(ontology, constraints, at_least=constraints.at_least)
     return cast("type[ExtractionResponse]", create_model("Entities", __base__=ExtractionResponse, **fields))
 
 

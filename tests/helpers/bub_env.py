@@ -47,9 +47,7 @@ def make_framework(
 def use_fake_extractor(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
     """Point the plugin at ``base_url``, with no retry cooldown and one extraction per turn.
 
-    Tests count extraction requests per turn, so the plugin's batching cadence is off, and
-    the prompt is the single-call ``extract@5`` (the promoted ``extract@4`` asks twice per
-    window; its two steps are tested in ``tests/test_extractor.py`` and the eval tests).
+    Tests count extraction requests per turn, so the plugin's batching cadence is off.
     """
     monkeypatch.setenv("BUB_MODEL", "openai:agent-model")
     monkeypatch.setenv("BUB_API_KEY", "agent-key")
@@ -58,4 +56,3 @@ def use_fake_extractor(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_API_KEY", "extractor-key")
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_RETRY_COOLDOWN", "0")
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_EVERY_TURNS", "1")
-    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", "extract@5")
