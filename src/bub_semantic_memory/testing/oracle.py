@@ -34,20 +34,6 @@ def _values(prop: Mapping[str, Any]) -> list[str]:
     return [str(prop["const"])] if "const" in prop else [str(v) for v in prop.get("enum", ())]
 
 
-def _allowed_entities(schema: Mapping[str, Any], entities: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The entities a schema with candidate names (an enum, possibly empty) lets a model name."""
-    listing = schema.get("properties", {}).get("entities", {})
-    if listing.get("maxItems") == 0:
-        return []
-    item = next((d for d in schema.get("$defs", {}).values() if "name" in d.get("properties", {})), None)
-    names = item["properties"]["name"] if item else {}
-    if "enum" not in names and "const" not in names:
-        return entities
-    allowed = set(_values(names))
-    kept = [e for e in entities if e["name"] in allowed]
-    return [{**e, "aliases": [a for a in e["aliases"] if a in allowed]} for e in kept]
-
-
 def _relation_ends(schema: Mapping[str, Any]) -> set[tuple[str, str, str]] | None:
     """The (source, type, target) triples a relations schema with enum ends allows (None: any)."""
     variants = [
@@ -150,7 +136,7 @@ class OracleResponder:
         if "reasoning" in (request.tool_parameters() or {}).get("properties", {}):
             answer["reasoning"] = "The facts the transcript states."
         if name != "Relations":
-            answer["entities"] = _allowed_entities(request.tool_parameters() or {}, entities)
+            answer["entities"] = entities
         if name != "Entities":
             ends = _relation_ends(request.tool_parameters() or {})
             answer["relations"] = [
