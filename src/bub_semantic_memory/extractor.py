@@ -331,13 +331,13 @@ class Extractor:
         constraints = self._constraints(window, listed)
         names = constraints.names or ()
         if self.prompt.strategy == "classify" and 0 < len(names) <= MAX_CLASSIFIED:
-            model = build_classification_model(self.prompt.ontology, names)
-            messages = self._messages(window, listed, step="classify", entities=[], candidates=list(names))
+            step, model = "classify", build_classification_model(self.prompt.ontology, names)
         else:
+            step = "entities"
             model = build_entities_model(
                 self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=constraints
             )
-            messages = self._messages(window, listed, step="entities", entities=[], candidates=list(names))
+        messages = self._messages(window, listed, step=step, entities=[], candidates=list(names))
         found = await self._ask(model, messages, self._scope(window, known), ledger)
         entities, _ = found.resolved()
         candidates = {e.key: KnownEntity.of(e) for e in entities}
