@@ -43,7 +43,6 @@ from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Snapshot, Usage
 from bub_semantic_memory.ontology import Ontology
 from bub_semantic_memory.prompts import PromptTemplate
-from bub_semantic_memory.redact import Redactor
 from bub_semantic_memory.transcript import Entry, render_transcript
 from bub_semantic_memory.transport import ChatBackend
 
@@ -109,16 +108,8 @@ def prediction_from_snapshots(
     )
 
 
-def _transcript_hash(entries: list[Entry], redactor: Redactor) -> str:
-    """Hash of what the model is shown: a change in rendering or redaction invalidates the cache."""
-    text = render_transcript(entries, redact=redactor).text()
+def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _candidates_hash(entries: list[Entry], redactor: Redactor) -> str:
-    """Hash of the candidate names of the whole transcript (a prompt with ``candidates: true``)."""
-    names = candidate_names(render_transcript(entries, redact=redactor).lines)
-    return hashlib.sha256(json.dumps(names).encode("utf-8")).hexdigest()
 
 
 @dataclass
@@ -144,17 +135,19 @@ class _PromptRunner:
     def _key(self, entries: list[Entry]) -> tuple[str, dict[str, Any]]:
         ex = self.extractor
         substituted = {"ontology_sha256": self.prompt.ontology_sha256} if self.prompt.ontology_sha256 else {}
+        # What the model is shown: a change in rendering or redaction invalidates the cache.
+        transcript = render_transcript(entries, redact=ex.redactor)
         fingerprint = getattr(ex.backend, "fingerprint", None)  # a local model's file and batch size
         extra: dict[str, Any] = {"backend": fingerprint} if fingerprint else {}
         if self.prompt.candidates:  # the names the schema offers: a change in the heuristic changes them
-            extra["candidates_sha256"] = _candidates_hash(entries, ex.redactor)
+            extra["candidates_sha256"] = _sha256(json.dumps(candidate_names(transcript.lines)))
         return cache_key(
             **substituted,
             **extra,
             prompt_sha256=self.prompt.sha256,
             model=self.options.model,
             mode=ex.mode,
-            transcript_sha256=_transcript_hash(entries, ex.redactor),
+            transcript_sha256=_sha256(transcript.text()),
             chunk_tokens=ex.chunk_tokens,
             overlap=(ex.config.overlap_lines, ex.config.overlap_tokens),
             max_output_tokens=ex.max_output_tokens,
