@@ -140,7 +140,7 @@ class AlignedPrefixReuse:
         self._prompt_pending = False
         start = self.n_tokens
         resume = min(start, self._prompt_tokens_evaluated) // self.n_batch * self.n_batch
-        replay = [int(t) for t in base._input_ids[resume:start]] if resume < start else []
+        replay = [int(t) for t in base._input_ids[resume:start]]  # empty when nothing is re-evaluated
         self.n_tokens = resume
         base.eval([*replay, *tokens])
         self._prompt_tokens_evaluated = self.n_tokens
