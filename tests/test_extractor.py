@@ -281,23 +281,28 @@ async def test_evidence_outside_the_window_is_reasked(fake_openai: FakeOpenAISer
     assert "evidence [99] are not turn numbers of the transcript" in reask_message(fake_openai)
 
 
+class GrammarBackend:
+    """A grammar-constrained backend that records the first request and answers nothing."""
+
+    grammar_constrained = True
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    async def create(self, **kwargs: Any) -> Any:
+        self.sent.append(kwargs)
+        raise RuntimeError("stop here")
+
+    async def aclose(self) -> None:
+        return None
+
+
 async def test_a_grammar_constrained_backend_gets_the_windows_turns_as_an_enum() -> None:
-    sent: list[dict[str, Any]] = []
-
-    class Grammar:
-        grammar_constrained = True
-
-        async def create(self, **kwargs: Any) -> Any:
-            sent.append(kwargs)
-            raise RuntimeError("stop here")
-
-        async def aclose(self) -> None:
-            return None
-
-    ex = Extractor(ExtractorConfig(model="m", prompt="extract@1", retry=FAST), backend=Grammar())
+    backend = GrammarBackend()
+    ex = Extractor(ExtractorConfig(model="m", prompt="extract@1", retry=FAST), backend=backend)
     with pytest.raises(ExtractionError):
         await ex.extract(ENTRIES, tape="t")
-    parameters = sent[0]["tools"][0]["function"]["parameters"]
+    parameters = backend.sent[0]["tools"][0]["function"]["parameters"]
     evidence = parameters["$defs"]["ExtractedEntity"]["properties"]["evidence"]
     assert evidence["items"]["enum"] == [2, 3]  # a grammar cannot cite other turns
 
@@ -306,6 +311,13 @@ MAYA_TURN = [
     Entry(1, "message", {"role": "user", "content": "Hi, I'm Maya Lin and I live in Lisbon."}),
     Entry(2, "message", {"role": "assistant", "content": "Noted."}),
 ]
+
+
+def maya_memory() -> MemoryGraph:
+    """Memory of the first turn: Maya Lin."""
+    return MemoryGraph.fold([make_snapshot([Entity.create("Maya Lin", "person")], tape="t", first=1, last=2)])
+
+
 NOTHING_NEW = [
     Entry(3, "message", {"role": "user", "content": "Where do I live?"}),
     Entry(4, "message", {"role": "assistant", "content": "Noted."}),
@@ -317,9 +329,7 @@ async def test_a_two_step_window_that_names_nothing_new_may_list_no_entities(
 ) -> None:
     """Context and memory offer candidate names, but the new lines name nobody: [] is the answer."""
     fake_openai.enqueue(tool_call_reply("Entities", {"entities": []}))
-    memory = MemoryGraph.fold(
-        [make_snapshot([Entity.create("Maya Lin", "person")], tape="t", first=1, last=2)]
-    )
+    memory = maya_memory()
     async with extractor(fake_openai, prompt="extract@4") as ex:
         [snapshot] = await ex.extract([*MAYA_TURN, *NOTHING_NEW], tape="t", memory=memory)
     assert len(fake_openai.requests) == 1  # not re-asked for an entity
@@ -330,25 +340,12 @@ async def test_a_two_step_window_that_names_nothing_new_may_list_no_entities(
 async def test_a_grammar_must_name_an_entity_only_when_the_new_lines_hold_a_candidate(
     entries: list[Entry], at_least: int
 ) -> None:
-    sent: list[dict[str, Any]] = []
-
-    class Grammar:
-        grammar_constrained = True
-
-        async def create(self, **kwargs: Any) -> Any:
-            sent.append(kwargs)
-            raise RuntimeError("stop here")
-
-        async def aclose(self) -> None:
-            return None
-
-    memory = MemoryGraph.fold(
-        [make_snapshot([Entity.create("Maya Lin", "person")], tape="t", first=1, last=2)]
-    )
-    ex = Extractor(ExtractorConfig(model="m", prompt="extract@4", retry=FAST), backend=Grammar())
+    backend = GrammarBackend()
+    memory = maya_memory()
+    ex = Extractor(ExtractorConfig(model="m", prompt="extract@4", retry=FAST), backend=backend)
     with pytest.raises(ExtractionError):
         await ex.extract(entries, tape="t", memory=memory if len(entries) > 2 else None)
-    parameters = sent[0]["tools"][0]["function"]["parameters"]
+    parameters = backend.sent[0]["tools"][0]["function"]["parameters"]
     assert parameters["properties"]["entities"].get("minItems", 0) == at_least
 
 
