@@ -641,6 +641,30 @@ async def test_classify_types_every_candidate_then_asks_for_relations_between_th
     assert [r.type for r in snapshot.relations] == ["works_on"]
 
 
+async def test_phrase_types_keep_a_lower_case_task_and_its_relations(fake_openai: FakeOpenAIServer) -> None:
+    """extract@7: a task no capitalised span names ("book the hotel") is listed by a phrase,
+    and the relations step may then assign it."""
+    planning = [Entry(2, "message", {"role": "user", "content": "Maya Lin will book the hotel by Friday."})]
+    fake_openai.enqueue(
+        tool_call_reply(
+            "Entities",
+            {"entities": [{"name": "Maya Lin", "type": "person"}, {"name": "book the hotel", "type": "task"}]},
+        ),
+        tool_call_reply(
+            "Relations",
+            {"relations": [{"type": "assigned_to", "source": "book the hotel", "target": "Maya Lin"}]},
+        ),
+    )
+    async with extractor(fake_openai, prompt="extract@7") as ex:
+        [snapshot] = await ex.extract(planning, tape="t")
+    schema = fake_openai.requests[0].body["tools"][0]["function"]["parameters"]
+    assert schema["$defs"]["PhraseEntity"]["properties"]["type"]["enum"] == ["task", "event"]
+    assert [(e.name, e.type) for e in snapshot.entities] == [("Maya Lin", "person"), ("book the hotel", "task")]
+    assert [(r.source, r.type, r.target) for r in snapshot.relations] == [
+        ("task:book-the-hotel", "assigned_to", "person:maya-lin")
+    ]
+
+
 async def test_classify_lists_entities_where_there_are_no_candidate_names(
     fake_openai: FakeOpenAIServer,
 ) -> None:

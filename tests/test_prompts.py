@@ -121,6 +121,21 @@ def test_the_classify_strategy_without_candidates_is_a_format_error(library: Pro
         library.load(ref)
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("candidates: true", "candidates: false", "'phrase_types' widens candidate names"),
+        ("phrase_types: [task, event]", "phrase_types: [task, chore]", "types the ontology lacks: chore"),
+    ],
+)
+def test_phrase_types_need_candidates_and_types_of_the_ontology(
+    library: PromptLibrary, old: str, new: str, message: str
+) -> None:
+    ref = _edited_copy(library, 7, 53, old, new)
+    with pytest.raises(PromptFormatError, match=message):
+        library.load(ref)
+
+
 def _uv() -> list[str]:
     """The uv that `make` installs into .tools/ (never the system interpreter), else one on PATH."""
     tools = REPO / ".tools" / "bin" / "python"

@@ -119,6 +119,56 @@ def test_no_candidate_names_in_a_latin_window_means_nothing_to_name(ontology: On
     assert schema["properties"]["entities"]["maxItems"] == 0
 
 
+PLANNING = rendered_lines((3, "user", "Maya Lin has to book the hotel before the launch party."))
+PHRASES = Constraints(turns=(3,), names=("Maya Lin",), at_least=1, phrase_types=("task", "event"))
+
+
+def test_phrase_types_also_name_tasks_and_events_by_a_phrase_of_the_transcript(ontology: Ontology) -> None:
+    model = build_entities_model(ontology, constraints=PHRASES)
+    result = model.model_validate(
+        {
+            "entities": [
+                {"name": "Maya Lin", "type": "person"},
+                {"name": "book the hotel", "type": "task"},
+                {"name": "launch party", "type": "event"},
+            ]
+        },
+        context={"scope": ValidationScope(ontology=ontology, lines=PLANNING)},
+    )
+    entities = result.resolved()[0]
+    assert [(e.key, e.evidence) for e in entities] == [
+        ("person:maya-lin", (3,)),
+        ("task:book-the-hotel", (3,)),
+        ("event:launch-party", (3,)),
+    ]
+    assert (
+        model.model_json_schema()["properties"]["entities"]["maxItems"] == 30
+    )  # no longer one per candidate
+
+
+def test_a_phrase_names_only_a_phrase_type_and_only_what_the_transcript_says(ontology: Ontology) -> None:
+    model = build_entities_model(ontology, constraints=PHRASES)
+    context = {"scope": ValidationScope(ontology=ontology, lines=PLANNING)}
+    with pytest.raises(ValidationError):  # a person is still picked from the candidates
+        model.model_validate({"entities": [{"name": "maya", "type": "person"}]}, context=context)
+    with pytest.raises(ValidationError, match="'book a flight' does not occur"):
+        model.model_validate({"entities": [{"name": "book a flight", "type": "task"}]}, context=context)
+
+
+def test_phrase_types_name_tasks_in_a_window_without_candidates(ontology: Ontology) -> None:
+    model = build_entities_model(
+        ontology, constraints=Constraints(turns=(3,), names=(), phrase_types=("task",))
+    )
+    context = {"scope": ValidationScope(ontology=ontology, lines=PLANNING)}
+    [task] = model.model_validate(
+        {"entities": [{"name": "book the hotel", "type": "task"}]}, context=context
+    ).resolved()[0]
+    assert task.key == "task:book-the-hotel"
+    with pytest.raises(ValidationError):  # only the phrase types, and nothing picked
+        model.model_validate({"entities": [{"name": "launch party", "type": "event"}]}, context=context)
+    assert model.model_json_schema()["properties"]["entities"]["maxItems"] == 30
+
+
 def test_the_relations_step_only_offers_relations_the_ontology_allows(ontology: Ontology) -> None:
     model = build_relations_model(
         ontology, {"Maya Lin": "person", "Globex": "organization", "Lisbon": "location"}

@@ -126,12 +126,22 @@ class _FrontMatter(BaseModel):
     reasoning: bool = False
     strategy: Strategy = "single"
     candidates: bool = False
+    phrase_types: list[str] = Field(default_factory=list)
     ontology: Ontology
 
     @model_validator(mode="after")
     def _classify_needs_candidates(self) -> _FrontMatter:
         if self.strategy == "classify" and not self.candidates:
             raise ValueError("strategy 'classify' types candidate names: set 'candidates: true'")
+        return self
+
+    @model_validator(mode="after")
+    def _phrase_types_widen_candidates(self) -> _FrontMatter:
+        if self.phrase_types and not self.candidates:
+            raise ValueError("'phrase_types' widens candidate names: set 'candidates: true'")
+        unknown = [t for t in self.phrase_types if t not in self.ontology.entity_types]
+        if unknown:
+            raise ValueError(f"'phrase_types' names types the ontology lacks: {', '.join(unknown)}")
         return self
 
 
@@ -149,6 +159,9 @@ class PromptTemplate:
             first call gives every candidate name a type or ``none`` instead of listing
             entities; needs ``candidates: true``, and lists entities where there are no
             candidates, as in Chinese, or more than the schema's limit).
+        phrase_types: with ``candidates: true``, entity types whose name may instead be a
+            short phrase of the transcript (tasks and events are rarely capitalised:
+            "book the hotel", "soft opening").
     """
 
     name: str
@@ -164,6 +177,7 @@ class PromptTemplate:
     user_template: str
     ontology_sha256: str | None = None
     """Set when :meth:`with_ontology` replaced the file's ontology: the replacement's hash."""
+    phrase_types: tuple[str, ...] = ()
 
     @property
     def ref(self) -> PromptRef:
@@ -232,6 +246,7 @@ class PromptTemplate:
             reasoning=meta.reasoning,
             strategy=meta.strategy,
             candidates=meta.candidates,
+            phrase_types=tuple(meta.phrase_types),
             system_template=sections.get("system", ""),
             user_template=sections["user"],
         )

@@ -68,6 +68,7 @@ MAX_ATTRIBUTES = 5
 MAX_ENTITIES = 30
 MAX_RELATIONS = 40
 MAX_REASONING = 300
+MAX_PHRASE = 48  # a task or event named by a phrase ("book the hotel"): short, so a weak model cannot ramble
 MAX_CLASSIFIED = 40  # candidate names one classification call types; more: the entities are listed
 NOT_AN_ENTITY = "none"
 _EVIDENCE_HELP = "Turn numbers (the number in brackets) of the lines that state this."
@@ -294,7 +295,7 @@ class _Resolver:
 
     def add_entity(self, raw: Any) -> Entity | None:
         name = str(raw.name).strip()
-        names = [name, *(a.strip() for a in raw.aliases if a.strip())]
+        names = [name, *(a.strip() for a in getattr(raw, "aliases", ()) if a.strip())]
         label = f"entity {name!r}"
         known_key = self.scope.known_key_for(raw.type, names)
         if known_key is None and not any(self.scope.occurs(n) for n in names):
@@ -452,11 +453,15 @@ class Constraints:
         at_least: entities a listing must name (a grammar-constrained small model otherwise
             takes the shortest path, ``[]``); set only when the new lines hold a candidate, so
             a window that names nothing new can still answer ``[]``.
+        phrase_types: entity types whose names may also be a short phrase of the transcript
+            rather than a candidate ("book the hotel" as a task, "soft opening" as an event);
+            only with ``names`` (free-text names allow any phrase anyway).
     """
 
     turns: tuple[int, ...] = ()
     names: tuple[str, ...] | None = None
     at_least: int = 0
+    phrase_types: tuple[str, ...] = ()
 
 
 def _evidence_field(turns: tuple[int, ...]) -> tuple[Any, Any]:
@@ -464,26 +469,21 @@ def _evidence_field(turns: tuple[int, ...]) -> tuple[Any, Any]:
     return (_list_of(item), Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP))
 
 
-def _entity_model(ontology: Ontology, constraints: Constraints) -> type[BaseModel]:
-    entity_type = (_literal(list(ontology.entity_types)), Field(description="One entity type of the list."))
+def _entity_model(ontology: Ontology, constraints: Constraints) -> Any:
+    if constraints.names is not None and constraints.phrase_types:
+        phrased = _phrase_entity_model(constraints)
+        if not constraints.names:
+            return phrased  # nothing capitalised: a task or event may still be named
+        return Union[_picked_entity_model(ontology, constraints), phrased]  # noqa: UP007
     if constraints.names:
-        # Candidate mode (small models): names and aliases are picked, not written, and
-        # there are no free-text attributes for a weak model to ramble in.
-        names = list(constraints.names)
-        return create_model(
-            "ExtractedEntity",
-            name=(_literal(names), Field(description="The name exactly as written in the transcript.")),
-            type=entity_type,
-            aliases=(_list_of(_literal(names)), Field(default_factory=list, max_length=3)),
-            evidence=_evidence_field(constraints.turns),
-        )
+        return _picked_entity_model(ontology, constraints)
     return create_model(
         "ExtractedEntity",
         name=(
             Annotated[str, Field(min_length=1, max_length=MAX_NAME)],
             Field(description="The name exactly as written in the transcript."),
         ),
-        type=entity_type,
+        type=_entity_type_field(list(ontology.entity_types)),
         aliases=(
             list[Annotated[str, Field(max_length=MAX_NAME)]],
             Field(default_factory=list, max_length=MAX_ALIASES, description="Other names used for it."),
@@ -500,8 +500,40 @@ def _entity_model(ontology: Ontology, constraints: Constraints) -> type[BaseMode
     )
 
 
+def _entity_type_field(types: list[str]) -> tuple[Any, Any]:
+    return (_literal(types), Field(description="One entity type of the list."))
+
+
+def _picked_entity_model(ontology: Ontology, constraints: Constraints) -> type[BaseModel]:
+    """Candidate mode (small models): names and aliases are picked, not written, and there
+    are no free-text attributes for a weak model to ramble in."""
+    names = list(constraints.names or ())
+    return create_model(
+        "ExtractedEntity",
+        name=(_literal(names), Field(description="The name exactly as written in the transcript.")),
+        type=_entity_type_field(list(ontology.entity_types)),
+        aliases=(_list_of(_literal(names)), Field(default_factory=list, max_length=3)),
+        evidence=_evidence_field(constraints.turns),
+    )
+
+
+def _phrase_entity_model(constraints: Constraints) -> type[BaseModel]:
+    """A task or event that no capitalised span names ("book the hotel"): a short phrase,
+    which the validators then require to occur in the transcript."""
+    return create_model(
+        "PhraseEntity",
+        name=(
+            Annotated[str, Field(min_length=3, max_length=MAX_PHRASE)],
+            Field(description="A short phrase copied from the transcript."),
+        ),
+        type=_entity_type_field(list(constraints.phrase_types)),
+        evidence=_evidence_field(constraints.turns),
+    )
+
+
 def _entities_field(ontology: Ontology, constraints: Constraints, *, at_least: int = 0) -> tuple[Any, Any]:
-    most = MAX_ENTITIES if constraints.names is None else min(MAX_ENTITIES, len(constraints.names))
+    closed = constraints.names is not None and not constraints.phrase_types
+    most = min(MAX_ENTITIES, len(constraints.names or ())) if closed else MAX_ENTITIES
     return (
         _list_of(_entity_model(ontology, constraints)),
         Field(min_length=min(at_least, most), max_length=most),
