@@ -648,7 +648,10 @@ async def test_phrase_types_keep_a_lower_case_task_and_its_relations(fake_openai
     fake_openai.enqueue(
         tool_call_reply(
             "Entities",
-            {"entities": [{"name": "Maya Lin", "type": "person"}, {"name": "book the hotel", "type": "task"}]},
+            {
+                "entities": [{"name": "Maya Lin", "type": "person"}],
+                "phrases": [{"name": "book the hotel", "type": "task"}],
+            },
         ),
         tool_call_reply(
             "Relations",
@@ -659,7 +662,10 @@ async def test_phrase_types_keep_a_lower_case_task_and_its_relations(fake_openai
         [snapshot] = await ex.extract(planning, tape="t")
     schema = fake_openai.requests[0].body["tools"][0]["function"]["parameters"]
     assert schema["$defs"]["PhraseEntity"]["properties"]["type"]["enum"] == ["task", "event"]
-    assert [(e.name, e.type) for e in snapshot.entities] == [("Maya Lin", "person"), ("book the hotel", "task")]
+    assert [(e.name, e.type) for e in snapshot.entities] == [
+        ("Maya Lin", "person"),
+        ("book the hotel", "task"),
+    ]
     assert [(r.source, r.type, r.target) for r in snapshot.relations] == [
         ("task:book-the-hotel", "assigned_to", "person:maya-lin")
     ]

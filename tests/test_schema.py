@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from bub_semantic_memory.schema import (
     build_entities_model,
     build_relations_model,
     build_response_model,
+    salvage,
 )
 from tests.conftest import rendered_lines
 
@@ -127,11 +129,11 @@ def test_phrase_types_also_name_tasks_and_events_by_a_phrase_of_the_transcript(o
     model = build_entities_model(ontology, constraints=PHRASES)
     result = model.model_validate(
         {
-            "entities": [
-                {"name": "Maya Lin", "type": "person"},
+            "entities": [{"name": "Maya Lin", "type": "person"}],
+            "phrases": [
                 {"name": "book the hotel", "type": "task"},
                 {"name": "launch party", "type": "event"},
-            ]
+            ],
         },
         context={"scope": ValidationScope(ontology=ontology, lines=PLANNING)},
     )
@@ -141,18 +143,42 @@ def test_phrase_types_also_name_tasks_and_events_by_a_phrase_of_the_transcript(o
         ("task:book-the-hotel", (3,)),
         ("event:launch-party", (3,)),
     ]
-    assert (
-        model.model_json_schema()["properties"]["entities"]["maxItems"] == 30
-    )  # no longer one per candidate
+    schema = model.model_json_schema()
+    assert schema["properties"]["entities"]["minItems"] == 1  # met by a candidate, never by a phrase
+    assert "minItems" not in schema["properties"]["phrases"]
+    assert "phrases" in schema["required"]  # a grammar-constrained model skips an optional list
 
 
 def test_a_phrase_names_only_a_phrase_type_and_only_what_the_transcript_says(ontology: Ontology) -> None:
     model = build_entities_model(ontology, constraints=PHRASES)
     context = {"scope": ValidationScope(ontology=ontology, lines=PLANNING)}
-    with pytest.raises(ValidationError):  # a person is still picked from the candidates
-        model.model_validate({"entities": [{"name": "maya", "type": "person"}]}, context=context)
+    person = {"entities": [{"name": "Maya Lin", "type": "person"}]}
+    with pytest.raises(ValidationError):  # a person is never a phrase
+        model.model_validate({**person, "phrases": [{"name": "maya", "type": "person"}]}, context=context)
     with pytest.raises(ValidationError, match="'book a flight' does not occur"):
-        model.model_validate({"entities": [{"name": "book a flight", "type": "task"}]}, context=context)
+        model.model_validate(
+            {**person, "phrases": [{"name": "book a flight", "type": "task"}]}, context=context
+        )
+    for chatter in (
+        "Ugh",
+        "I have to walk there",
+        "is it raining, again?",
+        "has to book the hotel before the launch",
+    ):
+        with pytest.raises(ValidationError, match="String should match pattern"):  # a sentence, not a name
+            model.model_validate({**person, "phrases": [{"name": chatter, "type": "task"}]}, context=context)
+
+
+def test_an_invalid_answer_keeps_its_grounded_phrases_and_drops_the_rest(ontology: Ontology) -> None:
+    model = build_entities_model(ontology, constraints=PHRASES)
+    answer = {
+        "entities": [{"name": "Maya Lin", "type": "person"}],
+        "phrases": [{"name": "book the hotel", "type": "task"}, {"name": "transcript", "type": "event"}],
+    }
+    kept = salvage(model, json.dumps(answer), ValidationScope(ontology=ontology, lines=PLANNING))
+    assert kept is not None
+    assert [e.key for e in kept.entities] == ["person:maya-lin", "task:book-the-hotel"]
+    assert len(kept.dropped) == 1 and "'transcript' does not occur" in kept.dropped[0]
 
 
 def test_phrase_types_name_tasks_in_a_window_without_candidates(ontology: Ontology) -> None:
@@ -160,13 +186,11 @@ def test_phrase_types_name_tasks_in_a_window_without_candidates(ontology: Ontolo
         ontology, constraints=Constraints(turns=(3,), names=(), phrase_types=("task",))
     )
     context = {"scope": ValidationScope(ontology=ontology, lines=PLANNING)}
-    [task] = model.model_validate(
-        {"entities": [{"name": "book the hotel", "type": "task"}]}, context=context
-    ).resolved()[0]
+    answer = {"entities": [], "phrases": [{"name": "book the hotel", "type": "task"}]}
+    [task] = model.model_validate(answer, context=context).resolved()[0]
     assert task.key == "task:book-the-hotel"
-    with pytest.raises(ValidationError):  # only the phrase types, and nothing picked
-        model.model_validate({"entities": [{"name": "launch party", "type": "event"}]}, context=context)
-    assert model.model_json_schema()["properties"]["entities"]["maxItems"] == 30
+    with pytest.raises(ValidationError):  # only the phrase types
+        model.model_validate({"phrases": [{"name": "launch party", "type": "event"}]}, context=context)
 
 
 def test_the_relations_step_only_offers_relations_the_ontology_allows(ontology: Ontology) -> None:

@@ -69,6 +69,11 @@ MAX_ENTITIES = 30
 MAX_RELATIONS = 40
 MAX_REASONING = 300
 MAX_PHRASE = 48  # a task or event named by a phrase ("book the hotel"): short, so a weak model cannot ramble
+_PHRASE_WORD = r'[^ ?!,;"\\\n]'
+PHRASE_PATTERN = rf"^[a-z0-9]{_PHRASE_WORD}*( {_PHRASE_WORD}+){{0,4}}$"
+"""A phrase name: up to five words, starting in lower case (capitalised names are candidates),
+no question, exclamation, comma or semicolon (a grammar turns this into decoding rules; the
+length bound does not survive that, the word bound does)."""
 MAX_CLASSIFIED = 40  # candidate names one classification call types; more: the entities are listed
 NOT_AN_ENTITY = "none"
 _EVIDENCE_HELP = "Turn numbers (the number in brackets) of the lines that state this."
@@ -180,7 +185,9 @@ class _ResponseBase(BaseModel):
         if not isinstance(scope, ValidationScope):
             return self  # No scope (e.g. schema generation or a unit test of the shape only).
         resolver = _Resolver(scope)
-        entities = [resolver.add_entity(e) for e in getattr(self, "entities", [])]
+        entities = [
+            resolver.add_entity(e) for e in [*getattr(self, "entities", []), *getattr(self, "phrases", [])]
+        ]
         relations = [resolver.add_relation(r) for r in getattr(self, "relations", [])]
         if resolver.problems:
             listed = "\n".join(f"- {p}" for p in resolver.problems)
@@ -238,7 +245,7 @@ def salvage(response_model: type[BaseModel], arguments: str | None, scope: Valid
     resolver = _Resolver(scope)
     dropped: list[str] = []
     relations: list[Relation] = []
-    for field_name in ("entities", "relations"):
+    for field_name in ("entities", "phrases", "relations"):
         items = data.get(field_name)
         field = response_model.model_fields.get(field_name)
         if field is None or not isinstance(items, list):
@@ -251,7 +258,7 @@ def salvage(response_model: type[BaseModel], arguments: str | None, scope: Valid
                 dropped.append(f"{field_name[:-1]} {_describe(raw)} does not fit the schema")
                 continue
             before = len(resolver.problems)
-            if field_name == "entities":
+            if field_name != "relations":
                 resolver.add_entity(item)
             elif (relation := resolver.add_relation(item)) is not None:
                 relations.append(relation)
@@ -469,12 +476,7 @@ def _evidence_field(turns: tuple[int, ...]) -> tuple[Any, Any]:
     return (_list_of(item), Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP))
 
 
-def _entity_model(ontology: Ontology, constraints: Constraints) -> Any:
-    if constraints.names is not None and constraints.phrase_types:
-        phrased = _phrase_entity_model(constraints)
-        if not constraints.names:
-            return phrased  # nothing capitalised: a task or event may still be named
-        return Union[_picked_entity_model(ontology, constraints), phrased]  # noqa: UP007
+def _entity_model(ontology: Ontology, constraints: Constraints) -> type[BaseModel]:
     if constraints.names:
         return _picked_entity_model(ontology, constraints)
     return create_model(
@@ -523,7 +525,7 @@ def _phrase_entity_model(constraints: Constraints) -> type[BaseModel]:
     return create_model(
         "PhraseEntity",
         name=(
-            Annotated[str, Field(min_length=3, max_length=MAX_PHRASE)],
+            Annotated[str, Field(min_length=3, max_length=MAX_PHRASE, pattern=PHRASE_PATTERN)],
             Field(description="A short phrase copied from the transcript."),
         ),
         type=_entity_type_field(list(constraints.phrase_types)),
@@ -531,13 +533,26 @@ def _phrase_entity_model(constraints: Constraints) -> type[BaseModel]:
     )
 
 
-def _entities_field(ontology: Ontology, constraints: Constraints, *, at_least: int = 0) -> tuple[Any, Any]:
-    closed = constraints.names is not None and not constraints.phrase_types
-    most = min(MAX_ENTITIES, len(constraints.names or ())) if closed else MAX_ENTITIES
-    return (
-        _list_of(_entity_model(ontology, constraints)),
-        Field(min_length=min(at_least, most), max_length=most),
-    )
+def _entity_fields(ontology: Ontology, constraints: Constraints, *, at_least: int = 0) -> dict[str, Any]:
+    """``entities`` and, with phrase types, ``phrases``: a separate list, so a minimum of
+    entities is always met by picking a candidate, never by inventing a phrase."""
+    most = MAX_ENTITIES if constraints.names is None else min(MAX_ENTITIES, len(constraints.names))
+    fields: dict[str, Any] = {
+        "entities": (
+            _list_of(_entity_model(ontology, constraints)),
+            Field(min_length=min(at_least, most), max_length=most),
+        )
+    }
+    if constraints.names is not None and constraints.phrase_types:
+        fields["phrases"] = (
+            _list_of(_phrase_entity_model(constraints)),
+            Field(  # required: a grammar-constrained model skips an optional list
+                max_length=MAX_ENTITIES,
+                description=f"Each {' or '.join(constraints.phrase_types)} that no candidate name names, "
+                "by a short lower-case phrase copied from the transcript.",
+            ),
+        )
+    return fields
 
 
 def _relation_model(ontology: Ontology, constraints: Constraints) -> type[BaseModel]:
@@ -569,7 +584,7 @@ def build_response_model(
     fields: dict[str, Any] = {}
     if reasoning:
         fields["reasoning"] = _reasoning_field()
-    fields["entities"] = _entities_field(ontology, constraints)
+    fields.update(_entity_fields(ontology, constraints))
     fields["relations"] = (_list_of(_relation_model(ontology, constraints)), Field(max_length=MAX_RELATIONS))
     return cast("type[ExtractionResponse]", create_model("Extraction", __base__=ExtractionResponse, **fields))
 
@@ -584,7 +599,7 @@ def build_entities_model(
     fields: dict[str, Any] = {}
     if reasoning:
         fields["reasoning"] = _reasoning_field()
-    fields["entities"] = _entities_field(ontology, constraints, at_least=constraints.at_least)
+    fields.update(_entity_fields(ontology, constraints, at_least=constraints.at_least))
     return cast("type[ExtractionResponse]", create_model("Entities", __base__=ExtractionResponse, **fields))
 
 

@@ -351,6 +351,25 @@ async def test_the_classify_strategy_against_an_oracle_finds_every_gold_entity_n
         assert {name.split(":", 1)[1] for name in fixture.spurious_entities} <= aliases
 
 
+async def test_phrase_types_against_an_oracle_find_the_lower_case_tasks_and_events(
+    oracle_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """extract@4 can only pick capitalised names; extract@7 also names 'lease renewal' by a phrase."""
+    library = PromptLibrary()
+    report = await run_eval(
+        QUICK, [library.load("extract@4"), library.load("extract@7")], options(oracle_server, tmp_path)
+    )
+    missed = {run.prompt: {m for f in run.fixtures for m in f.missed_entities} for run in report.runs}
+    lower_case = {
+        m
+        for m in missed["extract@4"]
+        if m.split(":")[0] in ("task", "event") and m.split(":", 1)[1][0].islower()
+    }
+    assert "task:lease renewal" in lower_case
+    assert not lower_case & missed["extract@7"]
+    assert missed["extract@7"] < missed["extract@4"]
+
+
 async def test_the_candidate_names_of_a_candidates_prompt_are_part_of_the_cache_key(
     oracle_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

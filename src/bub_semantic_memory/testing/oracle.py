@@ -136,7 +136,7 @@ class OracleResponder:
         if "reasoning" in (request.tool_parameters() or {}).get("properties", {}):
             answer["reasoning"] = "The facts the transcript states."
         if name != "Relations":
-            answer["entities"] = entities
+            answer.update(_split_phrases(request.tool_parameters() or {}, entities))
         if name != "Entities":
             ends = _relation_ends(request.tool_parameters() or {})
             answer["relations"] = [
@@ -152,3 +152,18 @@ class OracleResponder:
         }
         candidates = (request.tool_parameters() or {}).get("properties", {})
         return {c: types.get(normalize_name(c), "none") for c in candidates}
+
+
+def _split_phrases(parameters: Mapping[str, Any], entities: list[dict[str, Any]]) -> dict[str, Any]:
+    """``entities``, and for a schema with a ``phrases`` list (``phrase_types``) the entities of
+    a phrase type that no candidate names, in that list."""
+    if "phrases" not in parameters.get("properties", {}):
+        return {"entities": entities}
+    definitions = parameters.get("$defs", {})
+    picked = set(_values(definitions.get("ExtractedEntity", {}).get("properties", {}).get("name", {})))
+    phrase_types = set(_values(definitions.get("PhraseEntity", {}).get("properties", {}).get("type", {})))
+    phrased = [e for e in entities if e["name"] not in picked and e["type"] in phrase_types]
+    return {
+        "entities": [e for e in entities if e not in phrased],
+        "phrases": [{"name": e["name"], "type": e["type"]} for e in phrased],
+    }
