@@ -13,6 +13,7 @@ from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import GateError
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.gate import check_gate, promote
+from bub_semantic_memory.evals.report import Report
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.prompts import PromptLibrary
 from bub_semantic_memory.testing import (
@@ -48,6 +49,12 @@ def options(server: FakeOpenAIServer, tmp_path: Path, **overrides: object) -> Ru
     return RunOptions(**fields)  # type: ignore[arg-type]
 
 
+async def oracle_run(server: FakeOpenAIServer, tmp_path: Path, *refs: str) -> Report:
+    """The quick fixtures run against ``server`` with the prompt versions ``refs``."""
+    library = PromptLibrary()
+    return await run_eval(QUICK, [library.load(ref) for ref in refs], options(server, tmp_path))
+
+
 @pytest.fixture
 def oracle_server():
     with FakeOpenAIServer(responder=OracleResponder.from_golds(f.gold for f in QUICK)) as server:
@@ -57,10 +64,7 @@ def oracle_server():
 async def test_an_oracle_endpoint_scores_high_and_the_report_has_the_documented_fields(
     oracle_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    library = PromptLibrary()
-    report = await run_eval(
-        QUICK, [library.load("extract@1"), library.load("extract@2")], options(oracle_server, tmp_path)
-    )
+    report = await oracle_run(oracle_server, tmp_path, "extract@1", "extract@2")
     assert [r.prompt for r in report.runs] == ["extract@1", "extract@2"]
     data = report.model_dump(mode="json")
     run = data["runs"][0]
@@ -335,7 +339,7 @@ async def test_promote_refuses_a_worse_candidate_and_keeps_the_current_one(tmp_p
 async def test_the_classify_strategy_against_an_oracle_finds_every_gold_entity_named_by_a_candidate(
     oracle_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    report = await run_eval(QUICK, [PromptLibrary().load("extract@6")], options(oracle_server, tmp_path))
+    report = await oracle_run(oracle_server, tmp_path, "extract@6")
     run = report.runs[0]
     assert run.metrics.success_rate == 1.0
     first_steps = [str(r.tool_schema_name()) for r in oracle_server.requests]
@@ -355,10 +359,7 @@ async def test_phrase_types_against_an_oracle_find_the_lower_case_tasks_and_even
     oracle_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
     """extract@4 can only pick capitalised names; extract@7 also names 'lease renewal' by a phrase."""
-    library = PromptLibrary()
-    report = await run_eval(
-        QUICK, [library.load("extract@4"), library.load("extract@7")], options(oracle_server, tmp_path)
-    )
+    report = await oracle_run(oracle_server, tmp_path, "extract@4", "extract@7")
     missed = {run.prompt: {m for f in run.fixtures for m in f.missed_entities} for run in report.runs}
     lower_case = {
         m
