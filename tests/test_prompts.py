@@ -136,6 +136,14 @@ def test_phrase_types_need_candidates_and_types_of_the_ontology(
         library.load(ref)
 
 
+def test_a_substituted_ontology_keeps_only_the_phrase_types_it_has(library: PromptLibrary) -> None:
+    prompt = library.load("extract@7")
+    without_events = prompt.ontology.model_copy(
+        update={"entity_types": {k: v for k, v in prompt.ontology.entity_types.items() if k != "event"}}
+    )
+    assert prompt.with_ontology(without_events, "0" * 64).phrase_types == ("task",)
+
+
 def _uv() -> list[str]:
     """The uv that `make` installs into .tools/ (never the system interpreter), else one on PATH."""
     tools = REPO / ".tools" / "bin" / "python"

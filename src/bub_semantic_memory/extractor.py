@@ -323,8 +323,7 @@ class Extractor:
         # memory supply names too, and forcing one of them failed such windows).
         grammar = getattr(self.backend, "grammar_constrained", False)
         at_least = 1 if grammar and candidate_names(window.lines.lines) else 0
-        phrase_types = tuple(t for t in self.prompt.phrase_types if t in self.prompt.ontology.entity_types)
-        return Constraints(turns=turns, names=names, at_least=at_least, phrase_types=phrase_types)
+        return Constraints(turns=turns, names=names, at_least=at_least, phrase_types=self.prompt.phrase_types)
 
     async def _two_step(
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger

@@ -190,9 +190,12 @@ class PromptTemplate:
         """This prompt showing ``ontology`` (a dataset's, with content hash ``sha256``) instead of its own.
 
         The file's hash stays in :attr:`sha256`; :attr:`ontology_sha256` records the
-        substitution, so snapshots, reports and cache keys tell the two apart.
+        substitution, so snapshots, reports and cache keys tell the two apart. Phrase types
+        the replacement lacks are dropped, so :attr:`phrase_types` always names types of
+        :attr:`ontology` (the front matter checks the same for the file's own ontology).
         """
-        return dataclasses.replace(self, ontology=ontology, ontology_sha256=sha256)
+        phrase_types = tuple(t for t in self.phrase_types if t in ontology.entity_types)
+        return dataclasses.replace(self, ontology=ontology, ontology_sha256=sha256, phrase_types=phrase_types)
 
     def __str__(self) -> str:
         return f"{self.name}@{self.version}"
