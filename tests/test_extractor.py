@@ -660,7 +660,7 @@ async def test_phrase_types_keep_a_lower_case_task_and_its_relations(fake_openai
     )
     async with extractor(fake_openai, prompt="extract@7") as ex:
         [snapshot] = await ex.extract(planning, tape="t")
-    schema = fake_openai.requests[0].body["tools"][0]["function"]["parameters"]
+    schema = fake_openai.requests[0].tool_parameters() or {}
     assert schema["$defs"]["PhraseEntity"]["properties"]["type"]["enum"] == ["task", "event"]
     assert [(e.name, e.type) for e in snapshot.entities] == [
         ("Maya Lin", "person"),
