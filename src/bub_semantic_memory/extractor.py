@@ -22,6 +22,7 @@ JSON that ends mid-way) is extracted again in halves of the window.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
@@ -294,20 +295,24 @@ class Extractor:
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="all", entities=[])
+        scope = self._scope(window, known)
         model = build_response_model(
             self.prompt.ontology,
             reasoning=self.prompt.reasoning,
-            constraints=self._constraints(window, listed),
+            constraints=self._constraints(window, listed, scope),
         )
-        response = await self._ask(model, messages, self._scope(window, known), ledger)
+        response = await self._ask(model, messages, scope, ledger)
         return response.resolved()
 
-    def _constraints(self, window: Window, listed: Sequence[KnownEntity]) -> Constraints:
+    def _constraints(
+        self, window: Window, listed: Sequence[KnownEntity], scope: ValidationScope
+    ) -> Constraints:
         """What the schema itself should enforce for this window.
 
         Only a grammar-constrained backend (the local model) or a prompt with
         ``candidates: true`` needs per-window enums (turn numbers, candidate names); for
         an endpoint the validators enforce the same rules, and a fixed schema is cheaper.
+        A name that an instruction planted in the window introduces is no candidate.
         """
         if not (self.prompt.candidates or getattr(self.backend, "grammar_constrained", False)):
             return Constraints()
@@ -317,18 +322,21 @@ class Extractor:
         spans = candidate_names(window.all_lines())
         if spans is None:
             return Constraints(turns=turns)
-        names = tuple(dict.fromkeys([*spans, *(k.name for k in listed)]))
+        offered = [s for s in spans if not scope.is_planted(s)]
+        names = tuple(dict.fromkeys([*offered, *(k.name for k in listed)]))
         # A grammar-constrained model must name one entity when the new lines hold a candidate;
         # a window that names nothing new ("Where do I live?") may answer [] (context and
         # memory supply names too, and forcing one of them failed such windows).
         grammar = getattr(self.backend, "grammar_constrained", False)
-        at_least = 1 if grammar and candidate_names(window.lines.lines) else 0
+        new_names = candidate_names(window.lines.lines) or ()
+        at_least = 1 if grammar and any(not scope.is_planted(n) for n in new_names) else 0
         return Constraints(turns=turns, names=names, at_least=at_least, phrase_types=self.prompt.phrase_types)
 
     async def _two_step(
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
-        constraints = self._constraints(window, listed)
+        scope = self._scope(window, known)
+        constraints = self._constraints(window, listed, scope)
         names = constraints.names or ()
         if self.prompt.strategy == "classify" and 0 < len(names) <= MAX_CLASSIFIED:
             step, model = "classify", build_classification_model(self.prompt.ontology, names)
@@ -338,7 +346,7 @@ class Extractor:
                 self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=constraints
             )
         messages = self._messages(window, listed, step=step, entities=[], candidates=list(names))
-        found = await self._ask(model, messages, self._scope(window, known), ledger)
+        found = await self._ask(model, messages, scope, ledger)
         entities, _ = found.resolved()
         candidates = {e.key: KnownEntity.of(e) for e in entities}
         endpoints = {k.name: k.type for k in listed if k.key not in candidates}
@@ -350,7 +358,7 @@ class Extractor:
         )
         if relations_model is None:
             return entities, []
-        scope = self._scope(window, {**known, **candidates})
+        scope = dataclasses.replace(scope, known={**known, **candidates})
         messages = self._messages(window, listed, step="relations", entities=entities)
         linked = await self._ask(relations_model, messages, scope, ledger)
         return entities, linked.resolved()[1]

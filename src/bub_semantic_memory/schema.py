@@ -15,6 +15,10 @@ them all. They enforce:
 * grounding: each new entity's name or one of its aliases occurs in the window,
   ignoring case and punctuation;
 * no self-loops and no duplicates.
+
+Some answers have one right fix and are not re-asked: a duplicate entity is merged into
+its first listing, and a self-loop, or an entity or relation naming what an instruction
+planted in the transcript introduced (:mod:`.planted`), is dropped with its reason.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from pydantic import (
 from bub_semantic_memory.mentions import fold_text, is_mentioned
 from bub_semantic_memory.models import Entity, Relation, entity_key, normalize_name, sorted_evidence
 from bub_semantic_memory.ontology import Ontology
+from bub_semantic_memory.planted import PlantedNames
 from bub_semantic_memory.transcript import TranscriptLine
 
 __all__ = [
@@ -103,11 +108,14 @@ class ValidationScope:
             in each line's :attr:`~bub_semantic_memory.transcript.TranscriptLine.speech`
             (a named sender counts, the renderer's ``user:`` prefixes do not).
         known: entities of the tape's memory, by key.
+        planted: the names an instruction planted in ``lines`` introduces (found from
+            ``lines`` when not given); entities and relations naming one are dropped.
     """
 
     ontology: Ontology
     lines: Sequence[TranscriptLine]
     known: dict[str, KnownEntity] = field(default_factory=dict)
+    planted: PlantedNames | None = None
     turn_ids: frozenset[int] = field(init=False)
     _folded_text: str = field(init=False, repr=False)
     _known_names: dict[tuple[str, str], str] = field(init=False, repr=False)
@@ -115,6 +123,8 @@ class ValidationScope:
     _folded_lines: list[tuple[int, str]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if self.planted is None:
+            self.planted = PlantedNames(self.lines)
         self.turn_ids = frozenset(line.entry_id for line in self.lines)
         self._folded_lines = [(line.entry_id, fold_text(line.speech)) for line in self.lines]
         self._folded_text = " ".join(folded for _, folded in self._folded_lines)
@@ -133,6 +143,15 @@ class ValidationScope:
     def mentions(self, names: list[str]) -> list[int]:
         """Turn numbers whose line mentions one of ``names``."""
         return [turn for turn, text in self._folded_lines if any(is_mentioned(n, text) for n in names)]
+
+    def is_planted(self, name: str) -> bool:
+        """Whether ``name`` was introduced by a planted instruction (a known entity never is)."""
+        return (
+            self.planted is not None
+            and bool(self.planted)
+            and self.known_key_any_type(name) is None
+            and self.planted.plants(name)
+        )
 
     def known_key_for(self, entity_type: str, names: list[str]) -> str | None:
         """The key of a known entity of this type named by one of ``names``, if any."""
@@ -284,7 +303,7 @@ class _Resolver:
         self.keys: dict[str, Entity] = {}
         self.names: dict[str, str] = {}
         self.merged: list[str] = []  # keys listed more than once, merged into the first listing
-        self.dropped: list[str] = []  # items left out without a re-ask (a self-loop)
+        self.dropped: list[str] = []  # items left out without a re-ask (a self-loop, a planted name)
         self.display_names: dict[str, str] = {}  # folded display name -> key
         self.alias_owners: dict[str, str] = {}  # folded alias -> key
         self.relation_keys: set[tuple[str, str, str]] = set()
@@ -304,6 +323,9 @@ class _Resolver:
         name = str(raw.name).strip()
         names = [name, *(a.strip() for a in getattr(raw, "aliases", ()) if a.strip())]
         label = f"entity {name!r}"
+        if planted := next((n for n in names if self.scope.is_planted(n)), None):
+            self.dropped.append(f"{label} names {planted!r}, introduced by a planted instruction")
+            return None
         known_key = self.scope.known_key_for(raw.type, names)
         if known_key is None and not any(self.scope.occurs(n) for n in names):
             self.problems.append(
@@ -411,6 +433,9 @@ class _Resolver:
 
     def add_relation(self, raw: Any) -> Relation | None:
         label = f"relation ({raw.source!r} {raw.type} {raw.target!r})"
+        if planted := next((str(n) for n in (raw.source, raw.target) if self.scope.is_planted(str(n))), None):
+            self.dropped.append(f"{label} names {planted!r}, introduced by a planted instruction")
+            return None
         source = self._endpoint(str(raw.source), "source", label)
         target = self._endpoint(str(raw.target), "target", label)
         if source is None or target is None:
