@@ -732,6 +732,65 @@ async def test_what_a_planted_instruction_introduces_is_dropped_and_counted_not_
     ]
 
 
+async def test_three_steps_send_the_two_step_entities_request_then_ask_for_phrases(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    """extract@8's first call is extract@4's, byte for byte; tasks and events come in a call of their own."""
+    planning = [Entry(2, "message", {"role": "user", "content": "Maya Lin will book the hotel by Friday."})]
+    maya = tool_call_reply("Entities", {"entities": [{"name": "Maya Lin", "type": "person"}]})
+    fake_openai.enqueue(maya, tool_call_reply("Relations", {"relations": []}))
+    async with extractor(fake_openai, prompt="extract@4") as ex:
+        await ex.extract(planning, tape="t")
+    two_step_first = fake_openai.requests[0].body
+    fake_openai.reset()
+    fake_openai.enqueue(
+        maya,
+        tool_call_reply("Phrases", {"phrases": [{"name": "book the hotel", "type": "task"}]}),
+        tool_call_reply(
+            "Relations",
+            {"relations": [{"type": "assigned_to", "source": "book the hotel", "target": "Maya Lin"}]},
+        ),
+    )
+    async with extractor(fake_openai, prompt="extract@8") as ex:
+        [snapshot] = await ex.extract(planning, tape="t")
+    first, phrases, relations = fake_openai.requests
+    assert first.body == two_step_first
+    assert phrases.tool_schema_name() == "Phrases"
+    assert list((phrases.tool_parameters() or {})["properties"]) == ["phrases"]
+    assert "Entities: Maya Lin (person)" in str(phrases.messages[-1]["content"])
+    assert "Entities: Maya Lin (person); book the hotel (task)" in str(relations.messages[-1]["content"])
+    assert "A task is assigned_to the person who has to do it" in str(relations.messages[-1]["content"])
+    assert [(e.name, e.type) for e in snapshot.entities] == [
+        ("Maya Lin", "person"),
+        ("book the hotel", "task"),
+    ]
+    assert [(r.source, r.type, r.target) for r in snapshot.relations] == [
+        ("task:book-the-hotel", "assigned_to", "person:maya-lin")
+    ]
+
+
+async def test_phrases_that_keep_breaking_a_rule_cost_the_phrases_not_the_window(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    planning = [Entry(2, "message", {"role": "user", "content": "Maya Lin is visiting Jonas in May."})]
+    not_written = tool_call_reply("Phrases", {"phrases": [{"name": "visit jonas", "type": "event"}]})
+    fake_openai.enqueue(
+        tool_call_reply("Entities", {"entities": [{"name": "Maya Lin", "type": "person"}]}),
+        not_written,
+        not_written,
+        not_written,  # the answer and two re-asks; one person has no relation to ask for
+    )
+    async with extractor(fake_openai, prompt="extract@8") as ex:
+        [snapshot] = await ex.extract(planning, tape="t")
+    assert len(fake_openai.requests) == 4
+    assert [e.name for e in snapshot.entities] == ["Maya Lin"]
+    [reason] = snapshot.dropped
+    assert reason == (
+        "phrases: every answer broke a rule; the last: 1 problem(s) with the extraction: - entity "
+        "'visit jonas' does not occur in the transcript; extract only names written there (use the exact spelling)"
+    )
+
+
 async def test_classify_lists_entities_where_there_are_no_candidate_names(
     fake_openai: FakeOpenAIServer,
 ) -> None:

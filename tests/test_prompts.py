@@ -136,6 +136,14 @@ def test_phrase_types_need_candidates_and_types_of_the_ontology(
         library.load(ref)
 
 
+def test_the_three_step_strategy_without_phrase_types_is_a_format_error(library: PromptLibrary) -> None:
+    ref = _edited_copy(library, 8, 54, "phrase_types: [task, event]\n", "")
+    with pytest.raises(
+        PromptFormatError, match="strategy 'three_step' asks for phrases in a call of its own"
+    ):
+        library.load(ref)
+
+
 def test_a_substituted_ontology_keeps_only_the_phrase_types_it_has(library: PromptLibrary) -> None:
     prompt = library.load("extract@7")
     without_events = prompt.ontology.model_copy(

@@ -52,6 +52,7 @@ from bub_semantic_memory.schema import (
     ValidationScope,
     build_classification_model,
     build_entities_model,
+    build_phrases_model,
     build_relations_model,
     build_response_model,
     salvage,
@@ -235,7 +236,7 @@ class Extractor:
         if window.lines:
             known_all = _known_entities(memory, learned or {})
             listed = self._listed_known(memory, learned or {}, window)
-            if self.prompt.strategy in ("two_step", "classify"):
+            if self.prompt.strategy in ("two_step", "three_step", "classify"):
                 entities, relations = await self._two_step(window, known_all, listed, ledger)
             else:
                 entities, relations = await self._single(window, known_all, listed, ledger)
@@ -338,16 +339,23 @@ class Extractor:
         scope = self._scope(window, known)
         constraints = self._constraints(window, listed, scope)
         names = constraints.names or ()
+        phrases_apart = self.prompt.strategy == "three_step" and bool(constraints.phrase_types)
         if self.prompt.strategy == "classify" and 0 < len(names) <= MAX_CLASSIFIED:
             step, model = "classify", build_classification_model(self.prompt.ontology, names)
         else:
             step = "entities"
             model = build_entities_model(
-                self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=constraints
+                self.prompt.ontology,
+                reasoning=self.prompt.reasoning,
+                constraints=dataclasses.replace(constraints, phrase_types=())
+                if phrases_apart
+                else constraints,
             )
         messages = self._messages(window, listed, step=step, entities=[], candidates=list(names))
         found = await self._ask(model, messages, scope, ledger)
         entities, _ = found.resolved()
+        if phrases_apart:
+            entities += await self._phrases(window, listed, scope, constraints, entities, ledger)
         candidates = {e.key: KnownEntity.of(e) for e in entities}
         endpoints = {k.name: k.type for k in listed if k.key not in candidates}
         endpoints.update({e.name: e.type for e in entities})
@@ -362,6 +370,32 @@ class Extractor:
         messages = self._messages(window, listed, step="relations", entities=entities)
         linked = await self._ask(relations_model, messages, scope, ledger)
         return entities, linked.resolved()[1]
+
+    async def _phrases(
+        self,
+        window: Window,
+        listed: list[KnownEntity],
+        scope: ValidationScope,
+        constraints: Constraints,
+        entities: list[Entity],
+        ledger: CallLedger,
+    ) -> list[Entity]:
+        """The three-step strategy's middle call: tasks and events named by a phrase, not yet listed.
+
+        Phrases add to what the entities call found: when every re-ask still breaks a rule
+        (a phrase the transcript does not hold), the phrases are dropped with the reason and
+        the window keeps its entities.
+        """
+        messages = self._messages(window, listed, step="phrases", entities=entities)
+        try:
+            found = await self._ask(build_phrases_model(constraints), messages, scope, ledger)
+        except ValidationExhaustedError as exc:
+            retried = exc.__cause__  # Instructor's retry error; its cause is the last answer's
+            problem = _summarise(retried.__cause__ if retried is not None else None)
+            ledger.dropped.append(f"phrases: every answer broke a rule; the last: {problem}")
+            return []
+        listed_keys = {entity.key for entity in entities}
+        return [entity for entity in found.resolved()[0] if entity.key not in listed_keys]
 
     async def _ask(
         self,

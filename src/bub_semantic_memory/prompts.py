@@ -52,7 +52,7 @@ _VERSION_FILE = re.compile(r"^v(\d+)\.md$")
 _REF = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?:@(?P<version>\d+|latest|promoted))?$")
 _SECTION = re.compile(r"^=== (system|user) ===\s*$", re.MULTILINE)
 
-type Strategy = Literal["single", "two_step", "classify"]
+type Strategy = Literal["single", "two_step", "three_step", "classify"]
 
 
 def bundled_prompts_dir() -> Path:
@@ -136,6 +136,14 @@ class _FrontMatter(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _three_step_asks_for_phrases(self) -> _FrontMatter:
+        if self.strategy == "three_step" and not self.phrase_types:
+            raise ValueError(
+                "strategy 'three_step' asks for phrases in a call of its own: set 'phrase_types'"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _phrase_types_widen_candidates(self) -> _FrontMatter:
         if self.phrase_types and not self.candidates:
             raise ValueError("'phrase_types' widens candidate names: set 'candidates: true'")
@@ -155,7 +163,9 @@ class PromptTemplate:
         candidates: entity names must be picked from capitalised spans of the window
             (an enum in the schema; grammar-constrained backends cannot invent names).
         strategy: ``single`` (one call), ``two_step`` (entities, then relations
-            constrained to the extracted entities) or ``classify`` (as ``two_step``, but the
+            constrained to the extracted entities), ``three_step`` (as ``two_step``, with the
+            :attr:`phrase_types` asked for in a call of their own between the two, so the
+            entities call is the one a prompt without phrases makes) or ``classify`` (as ``two_step``, but the
             first call gives every candidate name a type or ``none`` instead of listing
             entities; needs ``candidates: true``, and lists entities where there are no
             candidates, as in Chinese, or more than the schema's limit).

@@ -58,6 +58,7 @@ __all__ = [
     "ValidationScope",
     "build_classification_model",
     "build_entities_model",
+    "build_phrases_model",
     "build_relations_model",
     "build_response_model",
     "salvage",
@@ -569,7 +570,13 @@ def _entity_fields(ontology: Ontology, constraints: Constraints, *, at_least: in
         )
     }
     if constraints.names is not None and constraints.phrase_types:
-        fields["phrases"] = (
+        fields.update(_phrase_field(constraints))
+    return fields
+
+
+def _phrase_field(constraints: Constraints) -> dict[str, Any]:
+    return {
+        "phrases": (
             _list_of(_phrase_entity_model(constraints)),
             Field(  # required: a grammar-constrained model skips an optional list
                 max_length=MAX_ENTITIES,
@@ -577,7 +584,7 @@ def _entity_fields(ontology: Ontology, constraints: Constraints, *, at_least: in
                 "by a short lower-case phrase copied from the transcript.",
             ),
         )
-    return fields
+    }
 
 
 def _relation_model(ontology: Ontology, constraints: Constraints) -> type[BaseModel]:
@@ -626,6 +633,14 @@ def build_entities_model(
         fields["reasoning"] = _reasoning_field()
     fields.update(_entity_fields(ontology, constraints, at_least=constraints.at_least))
     return cast("type[ExtractionResponse]", create_model("Entities", __base__=ExtractionResponse, **fields))
+
+
+@functools.lru_cache(maxsize=128)
+def build_phrases_model(constraints: Constraints) -> type[ExtractionResponse]:
+    """The phrase step of the three-step strategy: only the ``phrases`` list (of
+    ``constraints.phrase_types``), which may be empty."""
+    fields = _phrase_field(constraints)
+    return cast("type[ExtractionResponse]", create_model("Phrases", __base__=ExtractionResponse, **fields))
 
 
 class ClassifiedResponse(ExtractionResponse):

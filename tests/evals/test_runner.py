@@ -358,8 +358,9 @@ async def test_the_classify_strategy_against_an_oracle_finds_every_gold_entity_n
 async def test_phrase_types_against_an_oracle_find_the_lower_case_tasks_and_events(
     oracle_server: FakeOpenAIServer, tmp_path: Path
 ) -> None:
-    """extract@4 can only pick capitalised names; extract@7 also names 'lease renewal' by a phrase."""
-    report = await oracle_run(oracle_server, tmp_path, "extract@4", "extract@7")
+    """extract@4 can only pick capitalised names; extract@7 (in its entities call) and extract@8
+    (in a call of its own) also name 'lease renewal' by a phrase."""
+    report = await oracle_run(oracle_server, tmp_path, "extract@4", "extract@7", "extract@8")
     missed = {run.prompt: {m for f in run.fixtures for m in f.missed_entities} for run in report.runs}
     lower_case = {
         m
@@ -367,8 +368,9 @@ async def test_phrase_types_against_an_oracle_find_the_lower_case_tasks_and_even
         if m.split(":")[0] in ("task", "event") and m.split(":", 1)[1][0].islower()
     }
     assert "task:lease renewal" in lower_case
-    assert not lower_case & missed["extract@7"]
-    assert missed["extract@7"] < missed["extract@4"]
+    for phrased in ("extract@7", "extract@8"):
+        assert not lower_case & missed[phrased]
+        assert missed[phrased] < missed["extract@4"]
 
 
 async def test_the_candidate_names_of_a_candidates_prompt_are_part_of_the_cache_key(

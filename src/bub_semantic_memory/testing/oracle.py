@@ -4,9 +4,9 @@
 Given facts (entities with names, types, aliases; relations between entity names),
 it answers each extraction request with the entities named in the request's
 ``<transcript>`` section and the relations between them, shaped for whichever
-response model the request asks for (``Extraction``, ``Entities``, ``Relations``, or
-``Classification``, where each candidate name gets the type of the entity it names or
-``none``).
+response model the request asks for (``Extraction``, ``Entities``, ``Phrases``,
+``Relations``, or ``Classification``, where each candidate name gets the type of the entity
+it names or ``none``).
 It is not a model of quality: it shows that the pipeline around the model works.
 """
 
