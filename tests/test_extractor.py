@@ -745,7 +745,10 @@ async def test_three_steps_send_the_two_step_entities_request_then_ask_for_phras
     fake_openai.reset()
     fake_openai.enqueue(
         maya,
-        tool_call_reply("Phrases", {"phrases": [{"name": "book the hotel", "type": "task"}]}),
+        tool_call_reply(
+            "Phrases",
+            {"phrases": [{"name": "book the hotel", "type": "task"}, {"name": "maya lin", "type": "event"}]},
+        ),
         tool_call_reply(
             "Relations",
             {"relations": [{"type": "assigned_to", "source": "book the hotel", "target": "Maya Lin"}]},
@@ -764,6 +767,7 @@ async def test_three_steps_send_the_two_step_entities_request_then_ask_for_phras
         ("Maya Lin", "person"),
         ("book the hotel", "task"),
     ]
+    assert snapshot.dropped == ("phrase 'maya lin' (event) is a candidate name in lower case",)
     assert [(r.source, r.type, r.target) for r in snapshot.relations] == [
         ("task:book-the-hotel", "assigned_to", "person:maya-lin")
     ]

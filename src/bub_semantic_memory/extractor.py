@@ -42,7 +42,7 @@ from bub_semantic_memory.errors import (
     ValidationExhaustedError,
 )
 from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Entity, Relation, Snapshot, Usage
+from bub_semantic_memory.models import Entity, Relation, Snapshot, Usage, normalize_name
 from bub_semantic_memory.schema import (
     MAX_CLASSIFIED,
     Constraints,
@@ -384,7 +384,8 @@ class Extractor:
 
         Phrases add to what the entities call found: when every re-ask still breaks a rule
         (a phrase the transcript does not hold), the phrases are dropped with the reason and
-        the window keeps its entities.
+        the window keeps its entities. A phrase that is a candidate name in lower case ("ivan
+        petrov", "lyon") is that name, not a task or event, and is dropped too.
         """
         messages = self._messages(window, listed, step="phrases", entities=entities)
         try:
@@ -395,7 +396,16 @@ class Extractor:
             ledger.dropped.append(f"phrases: every answer broke a rule; the last: {problem}")
             return []
         listed_keys = {entity.key for entity in entities}
-        return [entity for entity in found.resolved()[0] if entity.key not in listed_keys]
+        names = {normalize_name(name) for name in constraints.names or ()}
+        phrases = []
+        for entity in found.resolved()[0]:
+            if normalize_name(entity.name) in names:
+                ledger.dropped.append(
+                    f"phrase {entity.name!r} ({entity.type}) is a candidate name in lower case"
+                )
+            elif entity.key not in listed_keys:
+                phrases.append(entity)
+        return phrases
 
     async def _ask(
         self,
