@@ -795,6 +795,36 @@ async def test_phrases_that_keep_breaking_a_rule_cost_the_phrases_not_the_window
     )
 
 
+async def test_relations_that_keep_breaking_a_rule_cost_the_relations_not_the_entities(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    wrong = tool_call_reply(
+        "Relations", {"relations": [{"type": "lives_in", "source": "Alice Chen", "target": "Project Apollo"}]}
+    )
+    fake_openai.enqueue(
+        tool_call_reply(
+            "Entities",
+            {
+                "entities": [
+                    {"name": "Alice Chen", "type": "person"},
+                    {"name": "Project Apollo", "type": "project"},
+                ]
+            },
+        ),
+        wrong,
+        wrong,
+        wrong,  # the answer and two re-asks
+    )
+    async with extractor(fake_openai, prompt="extract@4") as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert [e.name for e in snapshot.entities] == [
+        "Alice Chen",
+        "Project Apollo",
+    ] and snapshot.relations == ()
+    [reason] = snapshot.dropped
+    assert reason.startswith("relations: every answer broke a rule; the last: ")
+
+
 async def test_classify_lists_entities_where_there_are_no_candidate_names(
     fake_openai: FakeOpenAIServer,
 ) -> None:

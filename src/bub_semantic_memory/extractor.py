@@ -368,8 +368,8 @@ class Extractor:
             return entities, []
         scope = dataclasses.replace(scope, known={**known, **candidates})
         messages = self._messages(window, listed, step="relations", entities=entities)
-        linked = await self._ask(relations_model, messages, scope, ledger)
-        return entities, linked.resolved()[1]
+        linked = await self._ask_after_entities("relations", relations_model, messages, scope, ledger)
+        return entities, linked.resolved()[1] if linked is not None else []
 
     async def _phrases(
         self,
@@ -382,18 +382,15 @@ class Extractor:
     ) -> list[Entity]:
         """The three-step strategy's middle call: tasks and events named by a phrase, not yet listed.
 
-        Phrases add to what the entities call found: when every re-ask still breaks a rule
-        (a phrase the transcript does not hold), the phrases are dropped with the reason and
-        the window keeps its entities. A phrase that is a candidate name in lower case ("ivan
-        petrov", "lyon") is that name, not a task or event, and is dropped too.
+        Phrases add to what the entities call found (see :meth:`_ask_after_entities`). A
+        phrase that is a candidate name in lower case ("ivan petrov", "lyon") is that name,
+        not a task or event, and is dropped with its reason.
         """
         messages = self._messages(window, listed, step="phrases", entities=entities)
-        try:
-            found = await self._ask(build_phrases_model(constraints), messages, scope, ledger)
-        except ValidationExhaustedError as exc:
-            retried = exc.__cause__  # Instructor's retry error; its cause is the last answer's
-            problem = _summarise(retried.__cause__ if retried is not None else None)
-            ledger.dropped.append(f"phrases: every answer broke a rule; the last: {problem}")
+        found = await self._ask_after_entities(
+            "phrases", build_phrases_model(constraints), messages, scope, ledger
+        )
+        if found is None:
             return []
         listed_keys = {entity.key for entity in entities}
         names = {normalize_name(name) for name in constraints.names or ()}
@@ -406,6 +403,31 @@ class Extractor:
             elif entity.key not in listed_keys:
                 phrases.append(entity)
         return phrases
+
+    async def _ask_after_entities(
+        self,
+        step: str,
+        response_model: type[ExtractionResponse],
+        messages: list[dict[str, str]],
+        scope: ValidationScope,
+        ledger: CallLedger,
+    ) -> ExtractionResponse | Salvage | None:
+        """A call that adds to entities already found (phrases, relations).
+
+        When every re-ask still breaks a rule and nothing of the last answer validates, the
+        step's items are dropped with the reason and the window keeps its entities: a bad
+        relation costs relations, not the people and places found before it. Too many items
+        still raise, so the window is split.
+        """
+        try:
+            return await self._ask(response_model, messages, scope, ledger)
+        except ValidationExhaustedError as exc:
+            if exc.too_many_items:
+                raise
+            retried = exc.__cause__  # Instructor's retry error; its cause is the last answer's
+            problem = _summarise(retried.__cause__ if retried is not None else None)
+            ledger.dropped.append(f"{step}: every answer broke a rule; the last: {problem}")
+            return None
 
     async def _ask(
         self,
