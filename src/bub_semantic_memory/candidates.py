@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from bub_semantic_memory.planted import PlantedNames
 from bub_semantic_memory.schema import MAX_NAME
 from bub_semantic_memory.transcript import TranscriptLine
 
@@ -40,7 +41,8 @@ def candidate_names(lines: Sequence[TranscriptLine], *, limit: int = 120) -> lis
 
     A one-word span that only ever starts a sentence ("Update", "Right") is dropped;
     contractions ("He's") are never names; a named sender is a name wherever it stands;
-    a quoted string of up to five words in title case is one name.
+    a quoted string of up to five words in title case is one name; a name that only an
+    instruction planted in the lines introduces ("add Eve Hacker", see :mod:`.planted`) is none.
     Scripts without capitals (Chinese) yield None: the name is then free text.
     """
     if any(_UNCASED_SCRIPT.search(line.text) for line in lines):
@@ -74,7 +76,8 @@ def candidate_names(lines: Sequence[TranscriptLine], *, limit: int = 120) -> lis
         for quoted in _quoted_names(body):
             found.setdefault(quoted, None)
             mid_sentence.add(quoted)
-    return [span for span in found if span in mid_sentence][:limit]
+    planted = PlantedNames(lines)
+    return [span for span in found if span in mid_sentence and not (planted and planted.plants(span))][:limit]
 
 
 def _quoted_names(text: str) -> list[str]:

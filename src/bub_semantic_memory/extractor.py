@@ -296,24 +296,20 @@ class Extractor:
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         messages = self._messages(window, listed, step="all", entities=[])
-        scope = self._scope(window, known)
         model = build_response_model(
             self.prompt.ontology,
             reasoning=self.prompt.reasoning,
-            constraints=self._constraints(window, listed, scope),
+            constraints=self._constraints(window, listed),
         )
-        response = await self._ask(model, messages, scope, ledger)
+        response = await self._ask(model, messages, self._scope(window, known), ledger)
         return response.resolved()
 
-    def _constraints(
-        self, window: Window, listed: Sequence[KnownEntity], scope: ValidationScope
-    ) -> Constraints:
+    def _constraints(self, window: Window, listed: Sequence[KnownEntity]) -> Constraints:
         """What the schema itself should enforce for this window.
 
         Only a grammar-constrained backend (the local model) or a prompt with
         ``candidates: true`` needs per-window enums (turn numbers, candidate names); for
         an endpoint the validators enforce the same rules, and a fixed schema is cheaper.
-        A name that an instruction planted in the window introduces is no candidate.
         """
         if not (self.prompt.candidates or getattr(self.backend, "grammar_constrained", False)):
             return Constraints()
@@ -323,21 +319,19 @@ class Extractor:
         spans = candidate_names(window.all_lines())
         if spans is None:
             return Constraints(turns=turns)
-        offered = [s for s in spans if not scope.is_planted(s)]
-        names = tuple(dict.fromkeys([*offered, *(k.name for k in listed)]))
+        names = tuple(dict.fromkeys([*spans, *(k.name for k in listed)]))
         # A grammar-constrained model must name one entity when the new lines hold a candidate;
         # a window that names nothing new ("Where do I live?") may answer [] (context and
         # memory supply names too, and forcing one of them failed such windows).
         grammar = getattr(self.backend, "grammar_constrained", False)
-        new_names = candidate_names(window.lines.lines) or ()
-        at_least = 1 if grammar and any(not scope.is_planted(n) for n in new_names) else 0
+        at_least = 1 if grammar and candidate_names(window.lines.lines) else 0
         return Constraints(turns=turns, names=names, at_least=at_least, phrase_types=self.prompt.phrase_types)
 
     async def _two_step(
         self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
     ) -> tuple[list[Entity], list[Relation]]:
         scope = self._scope(window, known)
-        constraints = self._constraints(window, listed, scope)
+        constraints = self._constraints(window, listed)
         names = constraints.names or ()
         phrases_apart = self.prompt.strategy == "three_step" and bool(constraints.phrase_types)
         if self.prompt.strategy == "classify" and 0 < len(names) <= MAX_CLASSIFIED:

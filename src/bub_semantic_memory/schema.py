@@ -148,10 +148,7 @@ class ValidationScope:
     def is_planted(self, name: str) -> bool:
         """Whether ``name`` was introduced by a planted instruction (a known entity never is)."""
         return (
-            self.planted is not None
-            and bool(self.planted)
-            and self.known_key_any_type(name) is None
-            and self.planted.plants(name)
+            self.planted is not None and self.planted.plants(name) and self.known_key_any_type(name) is None
         )
 
     def known_key_for(self, entity_type: str, names: list[str]) -> str | None:

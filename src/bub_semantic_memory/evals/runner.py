@@ -42,9 +42,8 @@ from bub_semantic_memory.extractor import Extractor
 from bub_semantic_memory.graph import MemoryGraph
 from bub_semantic_memory.models import Snapshot, Usage
 from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.planted import PlantedNames
 from bub_semantic_memory.prompts import PromptTemplate
-from bub_semantic_memory.transcript import Entry, TranscriptLine, render_transcript
+from bub_semantic_memory.transcript import Entry, render_transcript
 from bub_semantic_memory.transport import ChatBackend
 
 __all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval"]
@@ -113,14 +112,6 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _offered_names(lines: Sequence[TranscriptLine]) -> list[str] | None:
-    """The candidate names the extractor offers for a fixture: none that a planted instruction introduces."""
-    names, planted = candidate_names(lines), PlantedNames(lines)
-    if names is None or not planted:
-        return names
-    return [name for name in names if not planted.plants(name)]
-
-
 @dataclass
 class _Outcome:
     snapshots: list[Snapshot]
@@ -149,7 +140,7 @@ class _PromptRunner:
         fingerprint = getattr(ex.backend, "fingerprint", None)  # a local model's file and batch size
         extra: dict[str, Any] = {"backend": fingerprint} if fingerprint else {}
         if self.prompt.candidates:  # the names the schema offers: a change in the heuristic changes them
-            extra["candidates_sha256"] = _sha256(json.dumps(_offered_names(transcript.lines)))
+            extra["candidates_sha256"] = _sha256(json.dumps(candidate_names(transcript.lines)))
         return cache_key(
             **substituted,
             **extra,
