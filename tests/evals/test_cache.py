@@ -20,7 +20,16 @@ from bub_semantic_memory.errors import (
     TransportError,
     ValidationExhaustedError,
 )
-from bub_semantic_memory.evals.cache import CACHE_FORMAT, CachedFailure, ResponseCache, cache_key
+from bub_semantic_memory.evals.cache import (
+    CACHE_FORMAT,
+    EXTRACTION_ENTRY,
+    CachedFailure,
+    ResponseCache,
+    _reached_modules,
+    cache_key,
+    code_shape,
+    extraction_code_sha256,
+)
 from bub_semantic_memory.models import Entity, Snapshot, Usage
 from tests.conftest import make_snapshot
 
@@ -34,6 +43,7 @@ FIELDS: dict[str, Any] = {
     "overlap": (4, 250),
     "max_output_tokens": 4096,
     "reasks": 2,
+    "extraction_code_sha256": "f" * 64,
 }
 
 
@@ -84,6 +94,7 @@ def test_the_key_does_not_depend_on_the_order_of_the_fields() -> None:
         ("overlap", (4, 100)),
         ("max_output_tokens", 1024),
         ("reasks", 0),
+        ("extraction_code_sha256", "0" * 64),
     ],
 )
 def test_every_field_is_part_of_the_key(field: str, value: object) -> None:
@@ -92,6 +103,66 @@ def test_every_field_is_part_of_the_key(field: str, value: object) -> None:
 
 def test_an_extra_field_such_as_a_substituted_ontology_changes_the_key() -> None:
     assert cache_key(ontology_sha256="e" * 64, **FIELDS)[0] != cache_key(**FIELDS)[0]
+
+
+# --- extraction_code_sha256: the extractor's code is part of the key -----------------------------------
+
+ORIGINAL = '''"""A module."""
+
+def keep(item):
+    """Keep an item when it has a name."""
+    return bool(item.name)  # a comment
+'''
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [
+        ORIGINAL.replace("# a comment", "# another comment"),
+        ORIGINAL.replace("Keep an item when it has a name.", "Say whether to keep it."),
+        ORIGINAL.replace('"""A module."""\n', ""),
+        ORIGINAL.replace("return bool(item.name)", "return bool(\n        item.name\n    )"),
+    ],
+    ids=["comment", "docstring", "module docstring removed", "layout"],
+)
+def test_comments_docstrings_and_layout_leave_the_code_shape_alone(edited: str) -> None:
+    assert code_shape(edited) == code_shape(ORIGINAL)
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [
+        ORIGINAL.replace("bool(item.name)", "bool(item.name.strip())"),
+        ORIGINAL.replace("def keep", "def kept"),
+        ORIGINAL + "\nLIMIT = 3\n",
+    ],
+    ids=["behaviour", "name", "new constant"],
+)
+def test_any_other_edit_changes_the_code_shape(edited: str) -> None:
+    assert code_shape(edited) != code_shape(ORIGINAL)
+
+
+def test_a_function_holding_only_a_docstring_still_has_a_shape() -> None:
+    assert code_shape('def f():\n    """Nothing yet."""\n') == code_shape("def f():\n    pass\n")
+
+
+def test_the_revision_covers_every_module_the_extractor_reaches_and_nothing_of_the_evals() -> None:
+    reached = set(_reached_modules(EXTRACTION_ENTRY))
+    package = "bub_semantic_memory"
+    # the validators, the candidate and planted-name heuristics, windows, and both backends
+    # (the local one is imported inside a function, only when it is used)
+    for module in ("extractor", "schema", "candidates", "planted", "window", "transport", "local"):
+        assert f"{package}.{module}" in reached
+    assert not {
+        m for m in reached if m.startswith((f"{package}.evals", f"{package}.cli", f"{package}.plugin"))
+    }
+
+
+def test_the_revision_is_a_stable_sha256() -> None:
+    revision = extraction_code_sha256()
+    assert len(revision) == 64 and int(revision, 16) >= 0
+    extraction_code_sha256.cache_clear()
+    assert extraction_code_sha256() == revision
 
 
 # --- ResponseCache round trip -----------------------------------------------------------------------

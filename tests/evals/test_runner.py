@@ -384,3 +384,18 @@ async def test_the_candidate_names_of_a_candidates_prompt_are_part_of_the_cache_
     monkeypatch.setattr("bub_semantic_memory.evals.runner.candidate_names", lambda lines: ["Someone Else"])
     changed = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
     assert changed.runs[0].metrics.cached_fixtures == 0  # another heuristic, other schemas: asked again
+
+
+async def test_a_change_in_the_extraction_code_is_asked_again_not_replayed(
+    oracle_server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prompt = PromptLibrary().load("extract@4")
+    fixtures = QUICK[:1]
+    await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
+    again = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
+    assert again.runs[0].metrics.cached_fixtures == 1
+    monkeypatch.setattr("bub_semantic_memory.evals.runner.extraction_code_sha256", lambda: "0" * 64)
+    edited = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
+    assert edited.runs[0].metrics.cached_fixtures == 0  # validators changed: the old snapshots may be wrong
+    replay = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path, cache="replay"))
+    assert replay.runs[0].metrics.cached_fixtures == 1  # the new answer is the one kept

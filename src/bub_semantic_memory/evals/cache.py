@@ -17,18 +17,28 @@ A failure is cached only when it is the model's answer: output that stayed inval
 the re-asks (:class:`ValidationExhaustedError`) or ran into the output limit
 (:class:`OutputTruncatedError`). Asked the same thing again at temperature 0, the model
 answers the same, so a re-run replays the failure (with the usage it cost) instead of paying
-for it again. The key does not cover the extractor's own code: after changing validators,
-run with ``--no-cache``. Endpoint failures (:class:`TransportError`) are never cached: the
-next run tries again.
+for it again. Endpoint failures (:class:`TransportError`) are never cached: the next run
+tries again.
+
+What is cached is the outcome of the extractor's code as much as of the model: a validator
+that drops an item, a split window or another re-ask message changes the snapshots. So the
+key also holds :func:`extraction_code_sha256`, a hash of the code of every package module
+the extractor reaches. It is taken from the syntax tree without docstrings, so comments,
+docstrings and formatting keep the cache; any other edit of that code empties it for the
+runs that follow (the scoring is not in it: a replay scores the cached snapshots anew).
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import hashlib
+import importlib.util
 import json
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -46,6 +56,7 @@ __all__ = [
     "CachedFailure",
     "ResponseCache",
     "cache_key",
+    "extraction_code_sha256",
 ]
 
 CACHE_FORMAT = 2
@@ -102,6 +113,77 @@ class CachedExtraction(BaseModel):
     snapshots: list[Snapshot]
     failure: CachedFailure | None = None
     """Set when the extraction failed after ``snapshots`` (the windows before the failure)."""
+
+
+PACKAGE = "bub_semantic_memory"
+EXTRACTION_ENTRY = f"{PACKAGE}.extractor"
+"""Where the extraction code starts: it and every package module it imports make the revision."""
+
+
+@functools.cache
+def extraction_code_sha256() -> str:
+    """A sha256 of the extraction code: every package module ``EXTRACTION_ENTRY`` reaches.
+
+    Imports inside functions count (the local backend is imported only when it is used).
+    Each module is hashed as its syntax tree without docstrings, so editing a comment, a
+    docstring or the layout leaves the cache valid.
+    """
+    digest = hashlib.sha256()
+    for module, path in sorted(_reached_modules(EXTRACTION_ENTRY).items()):
+        digest.update(f"{module}\0{code_shape(path.read_text(encoding='utf-8'))}\0".encode())
+    return digest.hexdigest()
+
+
+def code_shape(source: str) -> str:
+    """The source's syntax tree without docstrings, as text: what the code does, not how it reads."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list) or not body or not isinstance(node, _DOCUMENTED):
+            continue
+        if _is_docstring(body[0]):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+_DOCUMENTED = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
+def _reached_modules(entry: str) -> dict[str, Path]:
+    """The package modules ``entry`` imports, directly or through others, with their files."""
+    found: dict[str, Path] = {}
+    pending = [entry]
+    while pending:
+        module = pending.pop()
+        if module in found:
+            continue
+        try:
+            spec = importlib.util.find_spec(module)
+        except ModuleNotFoundError:  # ``from package.module import name``: the name is no module
+            continue
+        if spec is None or spec.origin is None:
+            continue
+        found[module] = Path(spec.origin)
+        pending.extend(_package_imports(found[module]))
+    return found
+
+
+def _package_imports(path: Path) -> Iterator[str]:
+    """What the file imports from the package, anywhere in it: module names, and names that may be modules."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith(PACKAGE))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE):
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
 
 
 def cache_key(**fields: Any) -> tuple[str, dict[str, Any]]:

@@ -25,7 +25,7 @@ from bub_semantic_memory.backends import model_note, open_backend
 from bub_semantic_memory.candidates import candidate_names
 from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.errors import ExtractionError, ReplayMissError
-from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key
+from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key, extraction_code_sha256
 from bub_semantic_memory.evals.dataset import Fixture, GoldEntity, GoldRelation, Prediction, dataset_hash
 from bub_semantic_memory.evals.labels import LabelMap, ontology_sha256, scoring_config
 from bub_semantic_memory.evals.progress import RunProgress
@@ -152,6 +152,7 @@ class _PromptRunner:
             overlap=(ex.config.overlap_lines, ex.config.overlap_tokens),
             max_output_tokens=ex.max_output_tokens,
             reasks=ex.retry.reasks,
+            extraction_code_sha256=extraction_code_sha256(),
         )
 
     async def extract(self, fixture: Fixture) -> _Outcome:
