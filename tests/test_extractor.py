@@ -837,3 +837,80 @@ async def test_classify_lists_entities_where_there_are_no_candidate_names(
         [snapshot] = await ex.extract(chinese, tape="t")
     assert fake_openai.requests[0].tool_schema_name() == "Entities"
     assert [e.name for e in snapshot.entities] == ["张伟"]
+
+
+async def test_a_sweep_types_only_the_candidate_names_the_entities_call_left_out(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    """extract@9's first call is extract@4's; then the leftovers, not the listed names or parts of them."""
+    team = [
+        Entry(
+            2,
+            "message",
+            {
+                "role": "user",
+                "content": "Klaus Becker moved the Nordlicht kickoff to Hamburg, with Volvo Cars.",
+            },
+        )
+    ]
+    klaus = tool_call_reply("Entities", {"entities": [{"name": "Klaus Becker", "type": "person"}]})
+    fake_openai.enqueue(klaus, tool_call_reply("Relations", {"relations": []}))
+    async with extractor(fake_openai, prompt="extract@4") as ex:
+        await ex.extract(team, tape="t")
+    two_step_first = fake_openai.requests[0].body
+    fake_openai.reset()
+    fake_openai.enqueue(
+        klaus,
+        tool_call_reply(
+            "Classification",
+            {"Nordlicht": "project", "Hamburg": "location", "Volvo Cars": "none", "Volvo": "none"},
+        ),
+        tool_call_reply(
+            "Relations",
+            {"relations": [{"type": "works_on", "source": "Klaus Becker", "target": "Nordlicht"}]},
+        ),
+    )
+    async with extractor(fake_openai, prompt="extract@9") as ex:
+        [snapshot] = await ex.extract(team, tape="t")
+    first, sweep, relations = fake_openai.requests
+    assert first.body == two_step_first
+    # "Klaus" and "Becker" are inside a listed name, so they are not asked again
+    assert list((sweep.tool_parameters() or {})["properties"]) == [
+        "Nordlicht",
+        "Hamburg",
+        "Volvo Cars",
+        "Volvo",
+    ]
+    assert "Other capitalised names: Nordlicht; Hamburg; Volvo Cars; Volvo" in str(
+        sweep.messages[-1]["content"]
+    )
+    assert [(e.name, e.type) for e in snapshot.entities] == [
+        ("Klaus Becker", "person"),
+        ("Nordlicht", "project"),
+        ("Hamburg", "location"),
+    ]
+    assert "Entities: Klaus Becker (person); Nordlicht (project); Hamburg (location)" in str(
+        relations.messages[-1]["content"]
+    )
+    assert [(r.source, r.type, r.target) for r in snapshot.relations] == [
+        ("person:klaus-becker", "works_on", "project:nordlicht")
+    ]
+
+
+async def test_a_sweep_with_no_leftover_names_makes_no_call(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.enqueue(
+        tool_call_reply(
+            "Entities",
+            {
+                "entities": [
+                    {"name": "Alice Chen", "type": "person"},
+                    {"name": "Project Apollo", "type": "project"},
+                ]
+            },
+        ),
+        tool_call_reply("Relations", {"relations": []}),
+    )
+    async with extractor(fake_openai, prompt="extract@9") as ex:
+        [snapshot] = await ex.extract(ENTRIES, tape="t")
+    assert [r.tool_schema_name() for r in fake_openai.requests] == ["Entities", "Relations"]
+    assert len(snapshot.entities) == 2

@@ -144,6 +144,12 @@ def test_the_three_step_strategy_without_phrase_types_is_a_format_error(library:
         library.load(ref)
 
 
+def test_the_sweep_strategy_without_candidate_names_is_a_format_error(library: PromptLibrary) -> None:
+    ref = _edited_copy(library, 9, 55, "candidates: true", "candidates: false")
+    with pytest.raises(PromptFormatError, match="strategy 'sweep' types candidate names"):
+        library.load(ref)
+
+
 def test_a_substituted_ontology_keeps_only_the_phrase_types_it_has(library: PromptLibrary) -> None:
     prompt = library.load("extract@7")
     without_events = prompt.ontology.model_copy(

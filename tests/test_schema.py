@@ -16,6 +16,7 @@ from bub_semantic_memory.schema import (
     build_entities_model,
     build_relations_model,
     build_response_model,
+    leftover_names,
     salvage,
 )
 from tests.conftest import rendered_lines
@@ -325,3 +326,10 @@ def test_a_classification_missing_a_candidate_is_invalid(ontology: Ontology) -> 
     model = build_classification_model(ontology, ("Maya Lin", "Globex"))
     with pytest.raises(ValidationError, match="Globex"):
         model.model_validate({"Maya Lin": "person"}, context={"scope": scope(ontology)})
+
+
+def test_leftover_names_leave_out_taken_names_aliases_and_word_runs_inside_or_around_them() -> None:
+    klaus = KnownEntity("person:klaus-becker", "Klaus Becker", "person", aliases=("KB",))
+    names = ["Klaus", "Leitung Klaus Becker", "klaus becker", "KB", "Klausen", "Hamburg", "Becker Hall"]
+    assert leftover_names(names, [klaus]) == ["Klausen", "Hamburg", "Becker Hall"]
+    assert leftover_names(names, []) == names

@@ -55,6 +55,7 @@ from bub_semantic_memory.schema import (
     build_phrases_model,
     build_relations_model,
     build_response_model,
+    leftover_names,
     salvage,
     validation_scope,
 )
@@ -236,7 +237,7 @@ class Extractor:
         if window.lines:
             known_all = _known_entities(memory, learned or {})
             listed = self._listed_known(memory, learned or {}, window)
-            if self.prompt.strategy in ("two_step", "three_step", "classify"):
+            if self.prompt.strategy != "single":
                 entities, relations = await self._two_step(window, known_all, listed, ledger)
             else:
                 entities, relations = await self._single(window, known_all, listed, ledger)
@@ -350,6 +351,8 @@ class Extractor:
         entities, _ = found.resolved()
         if phrases_apart:
             entities += await self._phrases(window, listed, scope, constraints, entities, ledger)
+        if self.prompt.strategy == "sweep":
+            entities += await self._sweep(window, listed, scope, names, entities, ledger)
         candidates = {e.key: KnownEntity.of(e) for e in entities}
         endpoints = {k.name: k.type for k in listed if k.key not in candidates}
         endpoints.update({e.name: e.type for e in entities})
@@ -397,6 +400,33 @@ class Extractor:
             elif entity.key not in listed_keys:
                 phrases.append(entity)
         return phrases
+
+    async def _sweep(
+        self,
+        window: Window,
+        listed: list[KnownEntity],
+        scope: ValidationScope,
+        names: Sequence[str],
+        entities: list[Entity],
+        ledger: CallLedger,
+    ) -> list[Entity]:
+        """The sweep strategy's middle call: a type or none for each candidate name not listed yet.
+
+        A small model that lists entities stops after the first few; typing every
+        candidate instead (``classify``) finds more but types parts of names and common
+        words. Here only the leftovers are typed: names already listed, known, or a word
+        sequence inside or around one of those ("Klaus" beside "Klaus Becker") are not asked.
+        """
+        leftovers = leftover_names(names, [*entities, *listed])
+        if not 0 < len(leftovers) <= MAX_CLASSIFIED:
+            return []
+        messages = self._messages(window, listed, step="sweep", entities=entities, candidates=leftovers)
+        model = build_classification_model(self.prompt.ontology, tuple(leftovers))
+        found = await self._ask_after_entities("sweep", model, messages, scope, ledger)
+        if found is None:
+            return []
+        listed_keys = {entity.key for entity in entities}
+        return [entity for entity in found.resolved()[0] if entity.key not in listed_keys]
 
     async def _ask_after_entities(
         self,

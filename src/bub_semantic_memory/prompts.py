@@ -52,7 +52,7 @@ _VERSION_FILE = re.compile(r"^v(\d+)\.md$")
 _REF = re.compile(r"^(?P<name>[a-z][a-z0-9_-]*)(?:@(?P<version>\d+|latest|promoted))?$")
 _SECTION = re.compile(r"^=== (system|user) ===\s*$", re.MULTILINE)
 
-type Strategy = Literal["single", "two_step", "three_step", "classify"]
+type Strategy = Literal["single", "two_step", "three_step", "classify", "sweep"]
 
 
 def bundled_prompts_dir() -> Path:
@@ -131,8 +131,8 @@ class _FrontMatter(BaseModel):
 
     @model_validator(mode="after")
     def _classify_needs_candidates(self) -> _FrontMatter:
-        if self.strategy == "classify" and not self.candidates:
-            raise ValueError("strategy 'classify' types candidate names: set 'candidates: true'")
+        if self.strategy in ("classify", "sweep") and not self.candidates:
+            raise ValueError(f"strategy {self.strategy!r} types candidate names: set 'candidates: true'")
         return self
 
     @model_validator(mode="after")
@@ -168,7 +168,9 @@ class PromptTemplate:
             entities call is the one a prompt without phrases makes) or ``classify`` (as ``two_step``, but the
             first call gives every candidate name a type or ``none`` instead of listing
             entities; needs ``candidates: true``, and lists entities where there are no
-            candidates, as in Chinese, or more than the schema's limit).
+            candidates, as in Chinese, or more than the schema's limit) or ``sweep`` (as
+            ``two_step``, with a call between the two that gives each candidate name the
+            entities call left out a type or ``none``; needs ``candidates: true``).
         phrase_types: with ``candidates: true``, entity types whose name may instead be a
             short phrase of the transcript (tasks and events are rarely capitalised:
             "book the hotel", "soft opening").

@@ -61,6 +61,7 @@ __all__ = [
     "build_phrases_model",
     "build_relations_model",
     "build_response_model",
+    "leftover_names",
     "salvage",
 ]
 
@@ -679,6 +680,20 @@ def _containing(name: str, typed: Mapping[str, str]) -> str | None:
     words = normalize_name(name).split()
     longer = [other for other in typed if other != name and _has_words(normalize_name(other).split(), words)]
     return longer[0] if len(longer) == 1 else None
+
+
+def leftover_names(names: Sequence[str], taken: Sequence[Entity | KnownEntity]) -> list[str]:
+    """The names that are no taken name or alias, nor a run of whole words inside or around one."""
+    taken_words = [normalize_name(n).split() for t in taken for n in (t.name, *t.aliases)]
+    return [
+        name
+        for name in names
+        if not any(_overlap(normalize_name(name).split(), other) for other in taken_words)
+    ]
+
+
+def _overlap(words: list[str], other: list[str]) -> bool:
+    return words == other or _has_words(other, words) or _has_words(words, other)
 
 
 def _has_words(words: list[str], part: list[str]) -> bool:
