@@ -399,3 +399,16 @@ async def test_a_change_in_the_extraction_code_is_asked_again_not_replayed(
     assert edited.runs[0].metrics.cached_fixtures == 0  # validators changed: the old snapshots may be wrong
     replay = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path, cache="replay"))
     assert replay.runs[0].metrics.cached_fixtures == 1  # the new answer is the one kept
+
+
+async def test_a_sweep_after_a_complete_entities_answer_adds_nothing_and_loses_nothing(
+    oracle_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """The oracle lists every gold entity, so the sweep only meets names that are none."""
+    report = await oracle_run(oracle_server, tmp_path, "extract@4", "extract@9")
+    swept = [r for r in oracle_server.requests if r.tool_schema_name() == "Classification"]
+    assert swept  # windows with candidate names the entities answer left out
+    plain, sweep = report.runs
+    assert sweep.metrics.success_rate == 1.0
+    assert [f.missed_entities for f in sweep.fixtures] == [f.missed_entities for f in plain.fixtures]
+    assert [f.spurious_entities for f in sweep.fixtures] == [f.spurious_entities for f in plain.fixtures]
