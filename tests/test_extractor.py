@@ -732,17 +732,23 @@ async def test_what_a_planted_instruction_introduces_is_dropped_and_counted_not_
     ]
 
 
+async def extract4_first_request(server: FakeOpenAIServer, entries: list[Entry], entities: Any) -> Any:
+    """The body of extract@4's entities request for ``entries`` (the server is reset afterwards)."""
+    server.enqueue(entities, tool_call_reply("Relations", {"relations": []}))
+    async with extractor(server, prompt="extract@4") as ex:
+        await ex.extract(entries, tape="t")
+    body = server.requests[0].body
+    server.reset()
+    return body
+
+
 async def test_three_steps_send_the_two_step_entities_request_then_ask_for_phrases(
     fake_openai: FakeOpenAIServer,
 ) -> None:
     """extract@8's first call is extract@4's, byte for byte; tasks and events come in a call of their own."""
     planning = [Entry(2, "message", {"role": "user", "content": "Maya Lin will book the hotel by Friday."})]
     maya = tool_call_reply("Entities", {"entities": [{"name": "Maya Lin", "type": "person"}]})
-    fake_openai.enqueue(maya, tool_call_reply("Relations", {"relations": []}))
-    async with extractor(fake_openai, prompt="extract@4") as ex:
-        await ex.extract(planning, tape="t")
-    two_step_first = fake_openai.requests[0].body
-    fake_openai.reset()
+    two_step_first = await extract4_first_request(fake_openai, planning, maya)
     fake_openai.enqueue(
         maya,
         tool_call_reply(
@@ -854,11 +860,7 @@ async def test_a_sweep_types_only_the_candidate_names_the_entities_call_left_out
         )
     ]
     klaus = tool_call_reply("Entities", {"entities": [{"name": "Klaus Becker", "type": "person"}]})
-    fake_openai.enqueue(klaus, tool_call_reply("Relations", {"relations": []}))
-    async with extractor(fake_openai, prompt="extract@4") as ex:
-        await ex.extract(team, tape="t")
-    two_step_first = fake_openai.requests[0].body
-    fake_openai.reset()
+    two_step_first = await extract4_first_request(fake_openai, team, klaus)
     fake_openai.enqueue(
         klaus,
         tool_call_reply(
