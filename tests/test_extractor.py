@@ -916,3 +916,21 @@ async def test_a_sweep_with_no_leftover_names_makes_no_call(fake_openai: FakeOpe
         [snapshot] = await ex.extract(ENTRIES, tape="t")
     assert [r.tool_schema_name() for r in fake_openai.requests] == ["Entities", "Relations"]
     assert len(snapshot.entities) == 2
+
+
+async def test_a_sweep_types_at_most_the_schemas_limit_and_counts_the_rest(
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("bub_semantic_memory.extractor.MAX_CLASSIFIED", 2)
+    team = [Entry(2, "message", {"role": "user", "content": "Maya Lin flew from Oslo to Lima via Quito."})]
+    fake_openai.enqueue(
+        tool_call_reply("Entities", {"entities": [{"name": "Maya Lin", "type": "person"}]}),
+        tool_call_reply("Classification", {"Oslo": "location", "Lima": "location"}),
+        tool_call_reply("Relations", {"relations": []}),
+    )
+    async with extractor(fake_openai, prompt="extract@9") as ex:
+        [snapshot] = await ex.extract(team, tape="t")
+    sweep = fake_openai.requests[1]
+    assert list((sweep.tool_parameters() or {})["properties"]) == ["Oslo", "Lima"]
+    assert [e.name for e in snapshot.entities] == ["Maya Lin", "Oslo", "Lima"]
+    assert snapshot.dropped == ("sweep: 1 candidate name(s) after the first 2 were not typed",)

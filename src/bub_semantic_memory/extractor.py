@@ -415,11 +415,18 @@ class Extractor:
         A small model that lists entities stops after the first few; typing every
         candidate instead (``classify``) finds more but types parts of names and common
         words. Here only the leftovers are typed: names already listed, known, or a word
-        sequence inside or around one of those ("Klaus" beside "Klaus Becker") are not asked.
+        sequence inside or around one of those ("Klaus" beside "Klaus Becker") are not asked,
+        and one call types at most :data:`MAX_CLASSIFIED` (the rest are counted as dropped).
         """
         leftovers = leftover_names(names, [*entities, *listed])
-        if not 0 < len(leftovers) <= MAX_CLASSIFIED:
+        if not leftovers:
             return []
+        if len(leftovers) > MAX_CLASSIFIED:
+            ledger.dropped.append(
+                f"sweep: {len(leftovers) - MAX_CLASSIFIED} candidate name(s) after the first "
+                f"{MAX_CLASSIFIED} were not typed"
+            )
+            leftovers = leftovers[:MAX_CLASSIFIED]
         messages = self._messages(window, listed, step="sweep", entities=entities, candidates=leftovers)
         model = build_classification_model(self.prompt.ontology, tuple(leftovers))
         found = await self._ask_after_entities("sweep", model, messages, scope, ledger)
