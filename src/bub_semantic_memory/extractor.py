@@ -443,7 +443,7 @@ class Extractor:
         scope: ValidationScope,
         ledger: CallLedger,
     ) -> ExtractionResponse | Salvage | None:
-        """A call that adds to entities already found (phrases, relations).
+        """A call that adds to entities already found (phrases, swept names, relations).
 
         When every re-ask still breaks a rule and nothing of the last answer validates, the
         step's items are dropped with the reason and the window keeps its entities: a bad

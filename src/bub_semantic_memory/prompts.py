@@ -130,7 +130,7 @@ class _FrontMatter(BaseModel):
     ontology: Ontology
 
     @model_validator(mode="after")
-    def _classify_needs_candidates(self) -> _FrontMatter:
+    def _typing_strategies_need_candidates(self) -> _FrontMatter:
         if self.strategy in ("classify", "sweep") and not self.candidates:
             raise ValueError(f"strategy {self.strategy!r} types candidate names: set 'candidates: true'")
         return self

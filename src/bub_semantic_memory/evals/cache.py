@@ -129,14 +129,18 @@ def extraction_code_sha256() -> str:
     docstring or the layout leaves the cache valid.
     """
     digest = hashlib.sha256()
-    for module, path in sorted(_reached_modules(EXTRACTION_ENTRY).items()):
-        digest.update(f"{module}\0{code_shape(path.read_text(encoding='utf-8'))}\0".encode())
+    for module, tree in sorted(_reached_modules(EXTRACTION_ENTRY).items()):
+        digest.update(f"{module}\0{_shape(tree)}\0".encode())
     return digest.hexdigest()
 
 
 def code_shape(source: str) -> str:
     """The source's syntax tree without docstrings, as text: what the code does, not how it reads."""
-    tree = ast.parse(source)
+    return _shape(ast.parse(source))
+
+
+def _shape(tree: ast.Module) -> str:
+    """``tree`` as text once its docstrings are taken out (in place)."""
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if not isinstance(body, list) or not body or not isinstance(node, _DOCUMENTED):
@@ -157,9 +161,9 @@ def _is_docstring(statement: ast.stmt) -> bool:
     )
 
 
-def _reached_modules(entry: str) -> dict[str, Path]:
-    """The package modules ``entry`` imports, directly or through others, with their files."""
-    found: dict[str, Path] = {}
+def _reached_modules(entry: str) -> dict[str, ast.Module]:
+    """The package modules ``entry`` imports, directly or through others, each parsed once."""
+    found: dict[str, ast.Module] = {}
     pending = [entry]
     while pending:
         module = pending.pop()
@@ -171,14 +175,14 @@ def _reached_modules(entry: str) -> dict[str, Path]:
             continue
         if spec is None or spec.origin is None:
             continue
-        found[module] = Path(spec.origin)
+        found[module] = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
         pending.extend(_package_imports(found[module]))
     return found
 
 
-def _package_imports(path: Path) -> Iterator[str]:
-    """What the file imports from the package, anywhere in it: module names, and names that may be modules."""
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+def _package_imports(tree: ast.Module) -> Iterator[str]:
+    """What the module imports from the package, anywhere in it: modules, and names that may be modules."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names if alias.name.startswith(PACKAGE))
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(PACKAGE):
