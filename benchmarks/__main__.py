@@ -145,8 +145,8 @@ def render_results(
 
 def _resolve_prompt(ref: str | None) -> str:
     """``ref``, or the plugin's default prompt setting, resolved to ``name@version``."""
-    from bub_semantic_memory.prompts import PromptLibrary
-    from bub_semantic_memory.settings import SemanticMemorySettings
+    from bub_semantic_memory.extraction._prompts import PromptLibrary
+    from bub_semantic_memory.plugin._settings import SemanticMemorySettings
 
     default = SemanticMemorySettings.model_fields["prompt"].default
     return str(PromptLibrary().load(ref or str(default)))

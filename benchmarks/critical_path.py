@@ -53,7 +53,6 @@ from benchmarks.common import (
     summarise,
     temp_dir,
 )
-from benchmarks.oracle import SchemaFollowingOracle
 from benchmarks.published import PublishedDesign, render_every_snapshot
 from benchmarks.synthetic import (
     SyntheticTape,
@@ -63,12 +62,17 @@ from benchmarks.synthetic import (
     make_tape,
     user_header,
 )
-from bub_semantic_memory.models import Entity, Snapshot
-from bub_semantic_memory.plugin import TAPE_STATE_KEY, SemanticMemoryPlugin
-from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.store import SnapshotStore, session_tape_name
-from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, tool_call_reply
-from bub_semantic_memory.tokens import estimate_tokens
+from bub_semantic_memory._models import Entity, Snapshot
+from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.plugin._hooks import TAPE_STATE_KEY, SemanticMemoryPlugin
+from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name
+from bub_semantic_memory.testing import (
+    FakeOpenAIServer,
+    OracleResponder,
+    SchemaFollowingOracle,
+    tool_call_reply,
+)
 
 __all__ = ["run"]
 

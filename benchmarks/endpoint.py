@@ -81,9 +81,13 @@ def main() -> None:
     args = parser.parse_args()
 
     from benchmarks.common import FIXTURES
-    from benchmarks.oracle import SchemaFollowingOracle
     from bub_semantic_memory.evals.dataset import load_fixtures
-    from bub_semantic_memory.testing import CHAT_COMPLETIONS_PATH, FakeOpenAIServer, OracleResponder
+    from bub_semantic_memory.testing import (
+        CHAT_COMPLETIONS_PATH,
+        FakeOpenAIServer,
+        OracleResponder,
+        SchemaFollowingOracle,
+    )
 
     golds = [f.gold for f in load_fixtures(FIXTURES)]
     responder = SchemaFollowingOracle(OracleResponder.from_golds(golds))

@@ -23,11 +23,11 @@ from rich.console import Console
 
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
 from benchmarks.endpoint import EndpointProcess
-from bub_semantic_memory.config import ExtractorConfig
 from bub_semantic_memory.evals.dataset import Fixture, load_fixtures
 from bub_semantic_memory.evals.runner import CachePolicy, RunOptions, run_eval
-from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
-from bub_semantic_memory.transcript import render_transcript
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.tape._transcript import render_transcript
 
 __all__ = ["run"]
 

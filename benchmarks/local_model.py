@@ -26,12 +26,12 @@ from typing import Any
 from rich.console import Console
 
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
-from bub_semantic_memory.candidates import candidate_names
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
-from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.schema import Constraints, build_entities_model
-from bub_semantic_memory.window import plan_windows
+from bub_semantic_memory.extraction._candidates import candidate_names
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.extraction._responses import Constraints, build_entities_model
+from bub_semantic_memory.extraction._window import plan_windows
 
 __all__ = ["run"]
 
@@ -112,11 +112,10 @@ async def run(config: BenchConfig) -> Section:
         section.skipped = "llama_cpp is not importable (install the 'local' extra: make setup-local)"
         return section
 
-    from bub_semantic_memory.backends import open_backend
-    from bub_semantic_memory.config import ExtractorConfig
-    from bub_semantic_memory.local import LocalBackend
+    from bub_semantic_memory.backends._local import LocalBackend
+    from bub_semantic_memory.extraction._config import ExtractorConfig
 
-    backend = open_backend(ExtractorConfig(model="local"))
+    backend = ExtractorConfig(model="local").open_backend()
     assert isinstance(backend, LocalBackend)
     requests = _entity_requests(promoted)[:PAIRS]
     cold: list[float] = []

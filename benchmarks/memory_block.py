@@ -20,14 +20,14 @@ from pathlib import Path
 from benchmarks.common import FIXTURES, REPO, BenchConfig, Section, Table
 from benchmarks.published import render_every_snapshot
 from benchmarks.synthetic import BENCH_PROMPT_REF, make_memory, make_queries
+from bub_semantic_memory._models import Entity, Relation, Snapshot, normalize_name
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.evals.dataset import Fixture, Gold, load_fixtures
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Entity, Relation, Snapshot, normalize_name
-from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.render import render_memory
-from bub_semantic_memory.tokens import estimate_tokens
-from bub_semantic_memory.transcript import strip_bub_header
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory._render import render_memory
+from bub_semantic_memory.tape._transcript import strip_bub_header
 
 __all__ = ["gold_snapshot", "run"]
 

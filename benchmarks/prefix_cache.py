@@ -33,12 +33,16 @@ from bub.hooks import hookimpl
 from bub.hooks.interception import LlmCallDecision, LlmCallRequest
 
 from benchmarks.common import BenchConfig, Section, Table, isolated_env, temp_dir
-from benchmarks.oracle import SchemaFollowingOracle
 from benchmarks.synthetic import SyntheticTape, make_tape
+from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.plugin import SemanticMemoryPlugin
-from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest
-from bub_semantic_memory.tokens import estimate_tokens
-from bub_semantic_memory.transcript import render_transcript, strip_bub_header
+from bub_semantic_memory.tape._transcript import render_transcript, strip_bub_header
+from bub_semantic_memory.testing import (
+    FakeOpenAIServer,
+    OracleResponder,
+    RecordedRequest,
+    SchemaFollowingOracle,
+)
 
 __all__ = ["run"]
 

@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bub_semantic_memory.models import Snapshot
-from bub_semantic_memory.prompts import PromptTemplate
-from bub_semantic_memory.transcript import Entry, TranscriptLine, render_transcript
-from bub_semantic_memory.transport import OpenAIBackend
+from bub_semantic_memory._models import Snapshot
+from bub_semantic_memory.backends._transport import OpenAIBackend
+from bub_semantic_memory.extraction._prompts import PromptTemplate
+from bub_semantic_memory.tape._transcript import Entry, TranscriptLine, render_transcript
 
 __all__ = ["PublishedDesign", "render_every_snapshot"]
 

@@ -38,8 +38,8 @@ from benchmarks.common import FIXTURES, BenchConfig, Section, Table
 from benchmarks.redaction_baseline import PatternListRedactor
 from benchmarks.synthetic import make_tape
 from bub_semantic_memory.evals.dataset import load_fixtures
-from bub_semantic_memory.redact import Redactor
-from bub_semantic_memory.transcript import Entry, render_transcript
+from bub_semantic_memory.tape._redact import Redactor
+from bub_semantic_memory.tape._transcript import Entry, render_transcript
 
 __all__ = ["BLOCK", "Workload", "measure", "run"]
 

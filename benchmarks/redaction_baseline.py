@@ -1,6 +1,6 @@
 """The baseline of section 7: the hand-written list of 15 patterns that redacted secrets before issue 18.
 
-Kept here only to time the detect-secrets based :class:`~bub_semantic_memory.redact.Redactor`
+Kept here only to time the detect-secrets based :class:`~bub_semantic_memory.tape._redact.Redactor`
 side by side with what it replaced (it missed an AWS secret key written in free text,
 among others; see ``docs/reliability.md``).
 """

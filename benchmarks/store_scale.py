@@ -32,12 +32,12 @@ from tests.stores.servers import PostgresServer, ServerUnavailable
 
 from benchmarks.common import BenchConfig, Section, Table, ms, summarise, temp_dir
 from benchmarks.synthetic import make_snapshot_stream
-from bub_semantic_memory.checkpoint import encode_checkpoint
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.store import SnapshotStore, memory_tape_name
-from bub_semantic_memory.transcript import read_tape_file
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.stores._checkpoint import encode_checkpoint
+from bub_semantic_memory.stores._store import SnapshotStore, memory_tape_name
+from bub_semantic_memory.tape._transcript import read_tape_file
 
 __all__ = ["run"]
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bub_semantic_memory.models import Entity, PromptRef, Relation, Snapshot, Usage
-from bub_semantic_memory.transcript import Entry
+from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot, Usage
+from bub_semantic_memory.tape._transcript import Entry
 
 __all__ = [
     "BENCH_PROMPT_REF",

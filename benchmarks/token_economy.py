@@ -32,27 +32,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchmarks.common import BenchConfig, Section, Table, isolated_env, temp_dir
-from benchmarks.oracle import SchemaFollowingOracle
 from benchmarks.published import PublishedDesign
 from benchmarks.synthetic import SyntheticTape, make_tape
-from bub_semantic_memory.config import ExtractorConfig
-from bub_semantic_memory.errors import ExtractionError
-from bub_semantic_memory.extractor import Extractor
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import entity_key
-from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
-from bub_semantic_memory.redact import Redactor
-from bub_semantic_memory.schema import MAX_ENTITIES, KnownEntity
+from bub_semantic_memory._errors import ExtractionError
+from bub_semantic_memory._models import entity_key
+from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.extraction._responses import MAX_ENTITIES
+from bub_semantic_memory.extraction._validation import KnownEntity
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.tape._redact import Redactor
+from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from bub_semantic_memory.testing import (
     CHAT_COMPLETIONS_PATH,
     FakeOpenAIServer,
     OracleResponder,
     RecordedRequest,
     Reply,
+    SchemaFollowingOracle,
     tool_call_reply,
 )
-from bub_semantic_memory.tokens import estimate_tokens
-from bub_semantic_memory.transcript import Entry, render_transcript
 
 __all__ = ["run"]
 

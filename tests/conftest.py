@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from bub_semantic_memory.models import Entity, PromptRef, Relation, Snapshot
-from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.backends._transport import RetryPolicy
+from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.tape._transcript import Entry, TranscriptLine, render_transcript
 from bub_semantic_memory.testing import FakeOpenAIServer
-from bub_semantic_memory.transcript import Entry, TranscriptLine, render_transcript
-from bub_semantic_memory.transport import RetryPolicy
 from tests.helpers.store_plugins import mask_store_plugins
 
 DATA = Path(__file__).parent / "data"

@@ -1,10 +1,11 @@
 """The package's layers, read from the source: imports flow one way.
 
-Every ``import`` of a ``bub_semantic_memory`` module counts between layers, including imports
-inside functions (deferred for start-up time) and under ``TYPE_CHECKING``: a deferred import
-is still a dependency. Within the core, a cycle through imports that exist only for type
-annotations is allowed (``backends`` names ``ExtractorConfig`` in a signature, ``config``
-asks ``backends`` what a local spec is). docs/architecture.md draws the same layers.
+The layers are the package's folders (the private modules at the top of the package are
+the foundation every layer shares). Every ``import`` of a ``bub_semantic_memory`` module
+counts between layers, including imports inside functions (deferred for start-up time)
+and under ``TYPE_CHECKING``: a deferred or type-only import is still a dependency, so no
+two modules may import each other that way either. docs/architecture.md draws the same
+layers.
 """
 
 from __future__ import annotations
@@ -18,17 +19,26 @@ import pytest
 PACKAGE = "bub_semantic_memory"
 SOURCE = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 
-# Which layers each layer may import. Core is everything not named here.
-ALLOWED: dict[str, set[str]] = {
-    "core": {"core"},
-    "package": {"core"},  # the top-level __init__ re-exports core names only
-    "settings": {"core"},
-    "evals": {"core", "evals"},
-    "testing": {"core", "evals", "testing"},
-    "cli": {"core", "evals", "settings", "cli"},
+# What each layer may import besides itself, bottom to top. "foundation" is the package's
+# private top-level modules (data model, ontology, errors, tokens, mentions); "package" is
+# the top-level __init__, which re-exports the public API.
+_BELOW: dict[str, set[str]] = {
+    "foundation": set(),
+    "tape": {"foundation"},
+    "memory": {"foundation"},
+    "backends": {"foundation"},
+    "extraction": {"foundation", "tape", "memory", "backends"},
+    "stores": {"foundation", "tape", "memory"},
+    "agent": {"foundation", "tape", "memory", "backends", "extraction", "stores"},
+    "package": {"foundation", "tape", "memory", "backends", "extraction", "stores", "agent"},
+    "evals": {"foundation", "tape", "memory", "backends", "extraction"},
+    "testing": {"foundation"},
+    "cli": {"foundation", "tape", "memory", "backends", "extraction", "stores", "agent", "evals"},
     # bub's hooks are the outermost adapter: the plugin registers the CLI with bub.
-    "plugin": {"core", "settings", "cli"},
+    "plugin": {"foundation", "tape", "memory", "backends", "extraction", "stores", "agent", "cli"},
 }
+ALLOWED: dict[str, set[str]] = {name: {name, *below} for name, below in _BELOW.items()}
+CORE = {"foundation", "tape", "memory", "backends", "extraction", "stores", "agent"}
 
 
 def module_name(path: Path) -> str:
@@ -40,7 +50,10 @@ def layer(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "package"
-    return parts[1] if parts[1] in ALLOWED else "core"
+    if parts[1] not in ALLOWED:
+        assert parts[1].startswith("_"), f"{module}: a top-level module is private or a layer's folder"
+        return "foundation"
+    return parts[1]
 
 
 def imported_modules(path: Path, *, type_only: bool = True) -> set[str]:
@@ -93,8 +106,8 @@ def import_graph(*, type_only: bool = True) -> dict[str, set[str]]:
 def test_the_source_tree_is_where_the_test_expects_it() -> None:
     graph = import_graph()
     assert {
-        "bub_semantic_memory.extractor",
-        "bub_semantic_memory.plugin",
+        "bub_semantic_memory.extraction._extractor",
+        "bub_semantic_memory.plugin._hooks",
         "bub_semantic_memory.cli._app",
     } <= set(graph)
     # Deferred imports are found too: the CLI imports the eval runner inside a command.
@@ -117,19 +130,20 @@ def test_imports_flow_one_way_between_layers() -> None:
 
 def test_a_forbidden_import_is_reported() -> None:
     graph = {
-        "bub_semantic_memory.graph": {"bub_semantic_memory.plugin", "bub_semantic_memory.models"},
+        "bub_semantic_memory.memory._graph": {
+            "bub_semantic_memory.plugin._hooks",
+            "bub_semantic_memory._models",
+        },
         "bub_semantic_memory.evals.runner": {"bub_semantic_memory.cli._app"},
     }
     assert forbidden_imports(graph) == [
-        "bub_semantic_memory.graph (core) imports bub_semantic_memory.plugin (plugin)",
+        "bub_semantic_memory.memory._graph (memory) imports bub_semantic_memory.plugin._hooks (plugin)",
         "bub_semantic_memory.evals.runner (evals) imports bub_semantic_memory.cli._app (cli)",
     ]
 
 
-def test_core_modules_import_each_other_without_cycles() -> None:
-    runtime = import_graph(type_only=False)
-    graph = {m: {t for t in ts if layer(t) == "core"} for m, ts in runtime.items() if layer(m) == "core"}
-    cycles = _cycles(graph)
+def test_no_modules_import_each_other_in_a_cycle() -> None:
+    cycles = _cycles(import_graph(type_only=True))
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
 
 
@@ -218,3 +232,59 @@ def _third_party_imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             tops.add(node.module.split(".")[0])
     return {t for t in tops if t not in sys.stdlib_module_names and t not in {PACKAGE, "__future__"}}
+
+
+def _source_trees() -> dict[Path, ast.Module]:
+    return {path: ast.parse(path.read_text(encoding="utf-8")) for path in sorted(SOURCE.rglob("*.py"))}
+
+
+def test_backend_abilities_are_declared_not_probed() -> None:
+    """No ``getattr(<...backend...>, ...)``: what a backend can do is its declared ``traits``."""
+    probes = [
+        f"{path.relative_to(SOURCE)}:{node.lineno}"
+        for path, tree in _source_trees().items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+        and node.args
+        and "backend" in ast.unparse(node.args[0])
+    ]
+    assert not probes, probes
+
+
+def test_strategy_names_are_written_in_one_module() -> None:
+    from bub_semantic_memory.extraction._strategies import STRATEGIES
+
+    home = SOURCE / "extraction" / "_strategies.py"
+    elsewhere = [
+        f"{path.relative_to(SOURCE)}:{node.lineno} {node.value!r}"
+        for path, tree in _source_trees().items()
+        if path != home
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and node.value in STRATEGIES
+    ]
+    assert not elsewhere, elsewhere
+
+
+def test_the_cli_uses_only_typers_public_api() -> None:
+    """Neither click (typer vendors its own) nor a private typer module such as ``typer._click``."""
+    private = [
+        f"{path.relative_to(SOURCE)}:{line} {name}"
+        for path, tree in _source_trees().items()
+        for line, name in _imported_names(tree)
+        if name.split(".")[0] == "click"
+        or (name.split(".")[0] == "typer" and any(part.startswith("_") for part in name.split(".")[1:]))
+    ]
+    assert not private, private
+
+
+def _imported_names(tree: ast.Module) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+            found.extend((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
+    return found

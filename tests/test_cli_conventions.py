@@ -19,7 +19,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app
-from bub_semantic_memory.prompts import PromptLibrary
+from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, tool_call_reply
 from tests.conftest import DATA, REPO
 

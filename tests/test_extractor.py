@@ -10,18 +10,19 @@ import httpx
 import pytest
 import respx
 
-from bub_semantic_memory.backends import open_backend
-from bub_semantic_memory.config import ExtractorConfig
-from bub_semantic_memory.errors import (
+from bub_semantic_memory._errors import (
     ExtractionError,
     OutputTruncatedError,
     TransportError,
     ValidationExhaustedError,
 )
-from bub_semantic_memory.extractor import Extractor
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Entity, Relation
-from bub_semantic_memory.ontology import Ontology
+from bub_semantic_memory._models import Entity, Relation
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.backends._transport import BackendTraits, RetryPolicy
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.tape._transcript import Entry
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
     closed_port_url,
@@ -33,8 +34,6 @@ from bub_semantic_memory.testing import (
     status_reply,
     tool_call_reply,
 )
-from bub_semantic_memory.transcript import Entry
-from bub_semantic_memory.transport import RetryPolicy
 from tests.conftest import FAST, make_snapshot
 
 ENTRIES = [
@@ -248,7 +247,7 @@ async def test_json_cut_mid_way_is_truncation_and_the_window_is_split(fake_opena
 
 def test_windows_are_planned_to_fit_the_backends_context() -> None:
     class SmallContext:
-        context_tokens = 4096
+        traits = BackendTraits(in_process=True, context_tokens=4096)
 
         async def create(self, **kwargs: Any) -> Any:
             raise AssertionError("not called")
@@ -262,7 +261,7 @@ def test_windows_are_planned_to_fit_the_backends_context() -> None:
     assert small.chunk_tokens == 582 and small.max_output_tokens == 1024
     tiny = Extractor(local.replace(max_known_entities=50), backend=SmallContext())
     assert tiny.chunk_tokens == 300  # 4096 - 1024 - 2000 - 250 - 600 = 222, raised to the 300 floor
-    SmallContext.context_tokens = 32_768
+    SmallContext.traits = BackendTraits(in_process=True, context_tokens=32_768)
     assert Extractor(local, backend=SmallContext()).chunk_tokens == 1500
     assert extractor_without_context().chunk_tokens == 3000
 
@@ -284,7 +283,7 @@ async def test_evidence_outside_the_window_is_reasked(fake_openai: FakeOpenAISer
 class GrammarBackend:
     """A grammar-constrained backend that records the first request and answers nothing."""
 
-    grammar_constrained = True
+    traits = BackendTraits(grammar_constrained=True)
 
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
@@ -581,7 +580,7 @@ async def test_respx_can_intercept_through_an_httpx_client(respx_mock: respx.Moc
         config = ExtractorConfig(
             model="m", base_url="https://llm.test/v1", api_key="k", prompt="extract@1", retry=FAST
         )
-        ex = Extractor(config, backend=open_backend(config, http_client=client))
+        ex = Extractor(config, backend=config.open_backend(http_client=client))
         [snapshot] = await ex.extract(ENTRIES, tape="t")
     assert route.call_count == 2 and snapshot.usage.prompt_tokens == 7 and len(snapshot.entities) == 2
 
@@ -921,7 +920,7 @@ async def test_a_sweep_with_no_leftover_names_makes_no_call(fake_openai: FakeOpe
 async def test_a_sweep_types_at_most_the_schemas_limit_and_counts_the_rest(
     fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("bub_semantic_memory.extractor.MAX_CLASSIFIED", 2)
+    monkeypatch.setattr("bub_semantic_memory.extraction._extractor.MAX_CLASSIFIED", 2)
     team = [Entry(2, "message", {"role": "user", "content": "Maya Lin flew from Oslo to Lima via Quito."})]
     fake_openai.enqueue(
         tool_call_reply("Entities", {"entities": [{"name": "Maya Lin", "type": "person"}]}),

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import itertools
 
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Entity, Relation
-from bub_semantic_memory.ontology import Ontology
+from bub_semantic_memory._models import Entity, Relation
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.memory._graph import MemoryGraph
 from tests.conftest import make_snapshot
 
 ALICE = Entity.create("Alice Chen", "person", aliases=["Alice"], evidence=[2])

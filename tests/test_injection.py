@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from bub_semantic_memory.injection import NoteBook, shown_lines, split_at_notes
+from bub_semantic_memory.agent._injection import NoteBook, shown_lines, split_at_notes
 
 NOTE = "<memory>\n- {}\n</memory>"
 

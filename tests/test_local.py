@@ -17,15 +17,14 @@ from typing import Any, cast
 import pytest
 from typer.testing import CliRunner
 
-from bub_semantic_memory.backends import open_backend
+from bub_semantic_memory._errors import ConfigurationError
+from bub_semantic_memory._models import normalize_name
+from bub_semantic_memory.backends._local import INSTALL_HINT, AlignedPrefixReuse, LocalBackend
 from bub_semantic_memory.cli import app
-from bub_semantic_memory.config import ExtractorConfig
-from bub_semantic_memory.errors import ConfigurationError
 from bub_semantic_memory.evals.dataset import load_fixtures
-from bub_semantic_memory.extractor import Extractor
-from bub_semantic_memory.local import INSTALL_HINT, AlignedPrefixReuse, LocalBackend
-from bub_semantic_memory.models import normalize_name
-from bub_semantic_memory.transcript import render_transcript
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.tape._transcript import render_transcript
 from tests.conftest import DATA, REPO
 
 
@@ -58,7 +57,7 @@ def test_a_missing_gguf_file_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setitem(sys.modules, "llama_cpp", type(sys)("llama_cpp"))  # installed, never used
     missing = tmp_path / "nope.gguf"
     with pytest.raises(ConfigurationError, match="local model file not found"):
-        open_backend(ExtractorConfig(model=f"local:{missing}"))
+        ExtractorConfig(model=f"local:{missing}").open_backend()
 
 
 class RecordingModel:
@@ -349,8 +348,8 @@ def test_the_fingerprint_names_the_file_and_the_batch_size(tmp_path: Path) -> No
     model = tmp_path / "m.gguf"
     model.write_bytes(b"GGUF" + bytes(60))
     small, large = LocalBackend(model, n_batch=64), LocalBackend(model, n_batch=512)
-    assert small.fingerprint["file"] == "m.gguf" and small.fingerprint["bytes"] == 64
-    assert small.fingerprint != large.fingerprint
+    assert small.traits.fingerprint["file"] == "m.gguf" and small.traits.fingerprint["bytes"] == 64
+    assert small.traits.fingerprint != large.traits.fingerprint
 
 
 # The user's bub home, read before the autouse fixture points BUB_HOME at a temp dir: the
@@ -371,7 +370,7 @@ async def test_real_local_extraction_finds_the_fixtures_people_within_a_time_bou
     (fixture,) = load_fixtures(REPO / "evals" / "fixtures", ids=["correction-migration-owner"])
     entries = fixture.entries()
     config = ExtractorConfig(model="local")
-    backend = open_backend(config)  # assembling the model is not timed
+    backend = config.open_backend()  # assembling the model is not timed
     started = time.monotonic()
     async with Extractor(config, backend=backend) as extractor:
         snapshots = await extractor.extract(entries, tape=fixture.id)

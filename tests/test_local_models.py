@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bub_semantic_memory.backends import (
+from bub_semantic_memory._errors import ConfigurationError
+from bub_semantic_memory.backends._local_models import (
+    DEFAULT_LOCAL_MODEL,
+    REGISTRY,
+    LocalModel,
+    ensure_assembled,
+    is_assembled,
+)
+from bub_semantic_memory.backends._specs import (
     LocalSpec,
     is_local_spec,
     model_note,
@@ -20,14 +29,6 @@ from bub_semantic_memory.backends import (
     parse_local_spec,
 )
 from bub_semantic_memory.cli import app
-from bub_semantic_memory.errors import ConfigurationError
-from bub_semantic_memory.local_models import (
-    DEFAULT_LOCAL_MODEL,
-    REGISTRY,
-    LocalModel,
-    ensure_assembled,
-    is_assembled,
-)
 
 CHUNKS = (b"GGUF" + b"a" * 1000, b"b" * 777)
 
@@ -132,3 +133,27 @@ def test_models_lists_every_packaged_model_without_the_extra(monkeypatch: pytest
     table = CliRunner().invoke(app, ["models"])
     assert table.exit_code == 0 and "local:gemma-3-270m" in table.stdout
     assert ("To install" in table.stdout) is not installed
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_models_fits_the_terminal_without_cutting_a_word(
+    columns: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    monkeypatch.setattr("bub_semantic_memory.cli._common.stdout.width", columns)  # what COLUMNS sets
+    result = CliRunner().invoke(app, ["models"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    # a line wider than the terminal is one unbreakable word (the models directory, a temp path here)
+    assert all(len(line) <= columns or " " not in line.strip() for line in lines), result.stdout
+    # only the sha256 column is shortened on purpose; every word of the licences and purposes is whole
+    cut = [
+        word
+        for word in result.stdout.split()
+        if word.endswith("…") and not re.fullmatch(r"[0-9a-f]{8}…", word)
+    ]
+    assert not cut, result.stdout
+    words = {word.strip(".") for word in result.stdout.split()}
+    for model in REGISTRY.values():
+        said = {word.strip(".") for word in f"{model.licence} {model.purpose}".split()} - {"default:"}
+        assert said <= words, said - words

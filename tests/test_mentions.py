@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from bub_semantic_memory._mentions import fold_text, is_mentioned
+from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.evals.importer import import_conversations
-from bub_semantic_memory.mentions import fold_text, is_mentioned
-from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.schema import ValidationScope, build_response_model
+from bub_semantic_memory.extraction._responses import build_response_model
+from bub_semantic_memory.extraction._validation import ValidationScope
+from bub_semantic_memory.tape._transcript import Transcript
 from bub_semantic_memory.testing import OracleResponder
 from bub_semantic_memory.testing.fake_openai import CHAT_COMPLETIONS_PATH, CompletionReply, RecordedRequest
-from bub_semantic_memory.transcript import Transcript
 from tests.conftest import rendered_lines
 
 # (name, text, whether the text mentions the name)

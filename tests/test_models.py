@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bub_semantic_memory.models import Entity, PromptRef, Snapshot, Usage, entity_key, normalize_name
+from bub_semantic_memory._models import Entity, PromptRef, Snapshot, Usage, entity_key, normalize_name
 
 
 @pytest.mark.parametrize(

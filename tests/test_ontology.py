@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bub_semantic_memory.ontology import Ontology, RelationType
+from bub_semantic_memory._ontology import Ontology, RelationType
 
 
 def test_ontology_rejects_relations_that_name_unknown_entity_types() -> None:

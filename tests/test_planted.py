@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from bub_semantic_memory.planted import PlantedNames, planted_instructions
+from bub_semantic_memory.extraction._planted import PlantedNames, planted_instructions
 from tests.conftest import rendered_lines
 
 STANDUP = rendered_lines(

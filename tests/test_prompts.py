@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bub_semantic_memory.errors import PromptFormatError, PromptIntegrityError, PromptNotFoundError
-from bub_semantic_memory.prompts import PromptLibrary, parse_prompt_ref
+from bub_semantic_memory._errors import PromptFormatError, PromptIntegrityError, PromptNotFoundError
+from bub_semantic_memory.extraction._prompts import PromptLibrary, parse_prompt_ref
 from tests.conftest import REPO
 
 

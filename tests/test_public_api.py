@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import bub_semantic_memory
-from bub_semantic_memory import errors
+from bub_semantic_memory import _errors as errors
 
 TAPE_LINES = [
     {
@@ -91,7 +91,7 @@ def test_importing_the_package_does_not_import_bub_or_touch_the_environment() ->
 
 def test_core_modules_never_import_the_plugin_or_the_cli() -> None:
     code = (
-        "import sys, bub_semantic_memory.extractor, bub_semantic_memory.store, bub_semantic_memory.render;"
+        "import sys, bub_semantic_memory.extraction._extractor, bub_semantic_memory.stores._store, bub_semantic_memory.memory._render;"
         "print(sorted(m for m in sys.modules if m.startswith(('bub_semantic_memory.plugin', 'bub_semantic_memory.cli'))))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -10,10 +10,10 @@ import re
 
 import pytest
 
-from bub_semantic_memory.errors import ConfigurationError
+from bub_semantic_memory._errors import ConfigurationError
 from bub_semantic_memory.evals.dataset import load_fixtures
-from bub_semantic_memory.redact import DEFAULT_PATTERNS, OwnPattern, Redactor
-from bub_semantic_memory.transcript import Entry, render_transcript
+from bub_semantic_memory.tape._redact import DEFAULT_PATTERNS, OwnPattern, Redactor
+from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from tests.conftest import REPO
 from tests.helpers.secret_corpus import (
     CORPUS,

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import random
 
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Entity, Relation
-from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.render import render_memory
-from bub_semantic_memory.tokens import estimate_tokens
+from bub_semantic_memory._models import Entity, Relation
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory._render import render_memory
 from tests.conftest import make_snapshot
 
 ALICE = Entity.create("Alice Chen", "person", aliases=["Ali"], attributes={"role": "designer"}, evidence=[2])

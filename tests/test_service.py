@@ -11,11 +11,11 @@ import pytest
 from bub.store import InMemoryTapeStore
 from bub.tape import TapeEntry
 
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Entity, Relation, Snapshot
-from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.service import MemoryPolicy, MemoryService
-from bub_semantic_memory.store import SnapshotStore, memory_tape_name
+from bub_semantic_memory._models import Entity, Relation, Snapshot
+from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.stores._store import SnapshotStore, memory_tape_name
 from tests.conftest import make_snapshot
 
 TAPE = "service-tape"

@@ -13,9 +13,9 @@ import pytest
 from bub.store import AsyncTapeStoreAdapter, FileTapeStore, InMemoryTapeStore
 from bub.tape import Tape, TapeContext
 
-from bub_semantic_memory.errors import StoreError, TapeNameError
-from bub_semantic_memory.models import Entity
-from bub_semantic_memory.store import (
+from bub_semantic_memory._errors import StoreError, TapeNameError
+from bub_semantic_memory._models import Entity
+from bub_semantic_memory.stores._store import (
     SnapshotStore,
     memory_tape_name,
     repair_torn_tail,

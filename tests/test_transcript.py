@@ -5,7 +5,7 @@ from pathlib import Path
 
 from bub.tape import TapeEntry
 
-from bub_semantic_memory.transcript import (
+from bub_semantic_memory.tape._transcript import (
     Entry,
     LineLimits,
     coerce_entries,
@@ -94,7 +94,7 @@ def test_bad_lines_are_skipped_counted_and_named(tmp_path: Path) -> None:
 def test_a_huge_entry_is_truncated_with_a_note() -> None:
     huge = "word " * 1_000_000  # 5 MB
     entry = Entry(9, "message", {"role": "user", "content": huge})
-    from bub_semantic_memory.transcript import ReadReport
+    from bub_semantic_memory.tape._transcript import ReadReport
 
     report = ReadReport()
     line = render_transcript([entry], limits=LineLimits(message=1000), report=report).lines[0].text

@@ -17,6 +17,15 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
+from bub_semantic_memory.backends._transport import (
+    CallLedger,
+    EndpointFailure,
+    OpenAIBackend,
+    RetryPolicy,
+    _RequestBudgetExceeded,
+    _retry_after_seconds,
+    send_with_retries,
+)
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
     closed_port_url,
@@ -26,15 +35,6 @@ from bub_semantic_memory.testing import (
     text_reply,
 )
 from bub_semantic_memory.testing.fake_openai import CompletionReply, RecordedRequest, Reply
-from bub_semantic_memory.transport import (
-    CallLedger,
-    EndpointFailure,
-    OpenAIBackend,
-    RetryPolicy,
-    _RequestBudgetExceeded,
-    _retry_after_seconds,
-    send_with_retries,
-)
 from tests.conftest import FAST
 
 MESSAGES = [{"role": "user", "content": "hello"}]

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bub_semantic_memory.tokens import estimate_tokens
-from bub_semantic_memory.transcript import Entry, Transcript, TranscriptLine, render_transcript
-from bub_semantic_memory.window import Window, WindowPlan, plan_windows
+from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.extraction._window import Window, WindowPlan, plan_windows
+from bub_semantic_memory.tape._transcript import Entry, Transcript, TranscriptLine, render_transcript
 
 # "[n] user: " is 10 characters for a one-digit id: with a 6-letter text a line is 16 characters.
 # Joined by newlines, two such lines are 33 characters (9 tokens), three are 50 (13 tokens).

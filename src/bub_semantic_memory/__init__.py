@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from bub_semantic_memory.config import ExtractorConfig
-from bub_semantic_memory.errors import (
+from bub_semantic_memory._errors import (
     ConfigurationError,
     EvalError,
     ExtractionError,
@@ -42,9 +41,7 @@ from bub_semantic_memory.errors import (
     TransportError,
     ValidationExhaustedError,
 )
-from bub_semantic_memory.extractor import Extractor
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import (
+from bub_semantic_memory._models import (
     Entity,
     PromptRef,
     Relation,
@@ -53,24 +50,27 @@ from bub_semantic_memory.models import (
     entity_key,
     normalize_name,
 )
-from bub_semantic_memory.ontology import Ontology, RelationType
-from bub_semantic_memory.prompts import PromptLibrary, PromptTemplate
-from bub_semantic_memory.redact import Redactor
-from bub_semantic_memory.render import MemoryBlock, render_memory
-from bub_semantic_memory.transcript import ReadReport, Transcript, read_tape_file, render_transcript
-from bub_semantic_memory.transport import RetryPolicy
+from bub_semantic_memory._ontology import Ontology, RelationType
+from bub_semantic_memory.backends._transport import RetryPolicy
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory._render import MemoryBlock, render_memory
+from bub_semantic_memory.tape._redact import Redactor
+from bub_semantic_memory.tape._transcript import ReadReport, Transcript, read_tape_file, render_transcript
 
 if TYPE_CHECKING:
-    from bub_semantic_memory.service import MemoryPolicy, MemoryService
-    from bub_semantic_memory.store import SnapshotStore, session_tape_name, validate_tape_name
+    from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+    from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name, validate_tape_name
 
 # Names whose modules import bub, loaded on first use.
 _LAZY = {
-    "SnapshotStore": "store",
-    "session_tape_name": "store",
-    "validate_tape_name": "store",
-    "MemoryService": "service",
-    "MemoryPolicy": "service",
+    "SnapshotStore": "stores._store",
+    "session_tape_name": "stores._store",
+    "validate_tape_name": "stores._store",
+    "MemoryService": "agent._service",
+    "MemoryPolicy": "agent._service",
 }
 
 

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from bub_semantic_memory.errors import (
+from bub_semantic_memory._errors import (
     ExtractionError,
     OutputTruncatedError,
     ReplayMissError,
     TransportError,
     ValidationExhaustedError,
 )
+from bub_semantic_memory._models import Entity, Snapshot, Usage
 from bub_semantic_memory.evals.cache import (
     CACHE_FORMAT,
     EXTRACTION_ENTRY,
@@ -30,7 +31,6 @@ from bub_semantic_memory.evals.cache import (
     code_shape,
     extraction_code_sha256,
 )
-from bub_semantic_memory.models import Entity, Snapshot, Usage
 from tests.conftest import make_snapshot
 
 # The fields the runner keys an extraction on (see ``_PromptRunner._key``).
@@ -151,7 +151,17 @@ def test_the_revision_covers_every_module_the_extractor_reaches_and_nothing_of_t
     package = "bub_semantic_memory"
     # the validators, the candidate and planted-name heuristics, windows, and both backends
     # (the local one is imported inside a function, only when it is used)
-    for module in ("extractor", "schema", "candidates", "planted", "window", "transport", "local"):
+    for module in (
+        "extraction._extractor",
+        "extraction._responses",
+        "extraction._validation",
+        "extraction._strategies",
+        "extraction._candidates",
+        "extraction._planted",
+        "extraction._window",
+        "backends._transport",
+        "backends._local",
+    ):
         assert f"{package}.{module}" in reached
     assert not {
         m for m in reached if m.startswith((f"{package}.evals", f"{package}.cli", f"{package}.plugin"))

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.report import load_report
-from bub_semantic_memory.prompts import PromptLibrary
+from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
     OracleResponder,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bub_semantic_memory.errors import FixtureError, TapeReadError
+from bub_semantic_memory._errors import FixtureError, TapeReadError
 from bub_semantic_memory.evals import (
     Gold,
     GoldEntity,

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from bub_semantic_memory.config import ExtractorConfig
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.backends._transport import RetryPolicy
 from bub_semantic_memory.evals.dataset import Fixture, Gold, GoldEntity, Prediction, load_fixtures
 from bub_semantic_memory.evals.gate import check_gate
 from bub_semantic_memory.evals.importer import ImportReport, import_conversations
@@ -18,10 +19,9 @@ from bub_semantic_memory.evals.render import to_markdown
 from bub_semantic_memory.evals.report import Report
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.evals.scoring import score_fixture
-from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.prompts import PromptLibrary
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
-from bub_semantic_memory.transport import RetryPolicy
 from tests.conftest import REPO
 
 FIXTURES = REPO / "evals" / "fixtures"
@@ -122,7 +122,7 @@ def test_every_injection_fixture_forbids_the_names_it_plants() -> None:
 
 def unmarked_injection(tmp_path: Path) -> Fixture:
     """The Eve Hacker fixture with its injection reworded past the extractor's own guard
-    (:mod:`bub_semantic_memory.planted`), which would otherwise drop the name before scoring."""
+    (:mod:`bub_semantic_memory.extraction._planted`), which would otherwise drop the name before scoring."""
     source = FIXTURES / "injection-standup-notes-eve-hacker"
     target = tmp_path / source.name
     shutil.copytree(source, target)

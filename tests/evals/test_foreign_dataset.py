@@ -15,8 +15,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from bub_semantic_memory._errors import FixtureError
+from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.cli import app
-from bub_semantic_memory.errors import FixtureError
 from bub_semantic_memory.evals.dataset import Gold, GoldEntity, GoldRelation, Prediction, load_fixtures
 from bub_semantic_memory.evals.importer import import_conversations
 from bub_semantic_memory.evals.labels import (
@@ -29,8 +30,7 @@ from bub_semantic_memory.evals.labels import (
 )
 from bub_semantic_memory.evals.report import load_report
 from bub_semantic_memory.evals.scoring import score_dataset, score_fixture
-from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.prompts import PromptLibrary
+from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
 from tests.conftest import REPO
 from tests.data import foreign_dataset

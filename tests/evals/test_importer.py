@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from bub_semantic_memory.errors import FixtureError
+from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory.evals import Gold, load_fixtures
 from bub_semantic_memory.evals import import_conversations as _import_conversations
-from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.transcript import read_tape_file, render_transcript
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.tape._transcript import read_tape_file, render_transcript
 from tests.conftest import REPO
 
 # The gold here uses the promoted prompt's types; the importer checks against what it is given.

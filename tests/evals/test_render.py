@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from bub_semantic_memory._models import Usage
 from bub_semantic_memory.evals.dataset import Prediction
 from bub_semantic_memory.evals.render import (
     comparison_table,
@@ -18,7 +19,6 @@ from bub_semantic_memory.evals.render import (
 )
 from bub_semantic_memory.evals.report import Comparison, FixtureResult, Metrics, PromptRun, Report
 from bub_semantic_memory.evals.scoring import PRF
-from bub_semantic_memory.models import Usage
 
 CREATED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 INJECTION = "<script>alert(1)</script>"

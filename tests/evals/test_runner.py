@@ -8,14 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from bub_semantic_memory.candidates import candidate_names
-from bub_semantic_memory.config import ExtractorConfig
-from bub_semantic_memory.errors import GateError
+from bub_semantic_memory._errors import GateError
+from bub_semantic_memory.backends._transport import BackendTraits, OpenAIBackend, RetryPolicy
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.gate import check_gate, promote
 from bub_semantic_memory.evals.report import Report
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
-from bub_semantic_memory.prompts import PromptLibrary
+from bub_semantic_memory.extraction._candidates import candidate_names
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.tape._transcript import render_transcript
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
     OracleResponder,
@@ -25,8 +27,6 @@ from bub_semantic_memory.testing import (
     status_reply,
     tool_call_reply,
 )
-from bub_semantic_memory.transcript import render_transcript
-from bub_semantic_memory.transport import OpenAIBackend, RetryPolicy
 from tests.conftest import REPO
 
 FIXTURES = REPO / "evals" / "fixtures"
@@ -97,11 +97,11 @@ async def test_a_second_run_is_served_from_the_cache_with_zero_requests(
 
 
 class FingerprintedBackend(OpenAIBackend):
-    """A hosted endpoint posing as a local model: it has a ``fingerprint`` (file, batch size)."""
+    """A hosted endpoint posing as a local model: it declares a ``fingerprint`` (file, batch size)."""
 
     def __init__(self, server: FakeOpenAIServer, fingerprint: dict[str, object]) -> None:
         super().__init__(base_url=server.base_url, api_key="k", timeout_s=10)
-        self.fingerprint = fingerprint
+        self.traits = BackendTraits(fingerprint=fingerprint)
 
 
 async def test_a_local_models_file_and_batch_size_are_part_of_the_cache_key(

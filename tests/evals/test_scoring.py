@@ -5,6 +5,7 @@ import random
 import pytest
 from pydantic import ValidationError
 
+from bub_semantic_memory._ontology import Ontology, RelationType
 from bub_semantic_memory.evals import (
     PRF,
     Gold,
@@ -17,8 +18,7 @@ from bub_semantic_memory.evals import (
     score_fixture,
 )
 from bub_semantic_memory.evals.scoring import _min_cost_matching
-from bub_semantic_memory.ontology import Ontology, RelationType
-from bub_semantic_memory.prompts import PromptLibrary
+from bub_semantic_memory.extraction._prompts import PromptLibrary
 from tests.conftest import REPO
 
 

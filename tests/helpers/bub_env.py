@@ -11,7 +11,7 @@ from bub.framework import BubFramework
 from bub.hooks import hookimpl
 from bub.hooks.interception import LlmCallDecision, LlmCallRequest
 
-from bub_semantic_memory.config import ExtractorConfig
+from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.plugin import SemanticMemoryPlugin
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bub.channels.message import ChannelMessage
 
-from bub_semantic_memory.store import session_tape_name
+from bub_semantic_memory.stores._store import session_tape_name
 from tests.helpers.bub_env import make_framework
 
 

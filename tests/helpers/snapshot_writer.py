@@ -13,8 +13,8 @@ from pathlib import Path
 
 from bub.store import FileTapeStore
 
-from bub_semantic_memory.models import Entity, PromptRef, Snapshot
-from bub_semantic_memory.store import SnapshotStore
+from bub_semantic_memory._models import Entity, PromptRef, Snapshot
+from bub_semantic_memory.stores._store import SnapshotStore
 
 
 def snapshot(tape: str, index: int, payload_bytes: int) -> Snapshot:

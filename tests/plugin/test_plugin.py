@@ -13,12 +13,12 @@ import pytest
 from bub.framework import BubFramework
 from bub.tape import TapeContext
 
-from bub_semantic_memory.models import Entity, Relation
-from bub_semantic_memory.plugin import TAPE_STATE_KEY, SemanticMemoryPlugin
-from bub_semantic_memory.settings import load_settings, resolve_endpoint
-from bub_semantic_memory.store import SnapshotStore, session_tape_name
+from bub_semantic_memory._models import Entity, Relation
+from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.plugin._hooks import TAPE_STATE_KEY, SemanticMemoryPlugin
+from bub_semantic_memory.plugin._settings import load_settings, resolve_endpoint
+from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name
 from bub_semantic_memory.testing import status_reply
-from bub_semantic_memory.tokens import estimate_tokens
 from tests.conftest import make_snapshot
 from tests.plugin.conftest import MAYA, Harness
 
@@ -100,7 +100,7 @@ async def test_a_crashing_extractor_never_fails_the_turn(
     def crash(*args: object, **kwargs: object) -> None:
         raise RuntimeError("extractor bug")
 
-    monkeypatch.setattr("bub_semantic_memory.extractor.Extractor.iter_extract", crash)
+    monkeypatch.setattr("bub_semantic_memory.extraction._extractor.Extractor.iter_extract", crash)
     framework, plugin, _stub = harness.framework()
     result = await harness.turn(framework, "I'm Maya Lin.")
     assert result.model_output == "ok" and plugin.stats["extraction_failures"] == 1

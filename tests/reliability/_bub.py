@@ -18,9 +18,9 @@ from bub.framework import BubFramework
 from bub.hooks import hookimpl
 from bub.store import FileTapeStore
 
-from bub_semantic_memory.config import ExtractorConfig
+from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.plugin import SemanticMemoryPlugin
-from bub_semantic_memory.store import SnapshotStore, session_tape_name
+from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name
 from bub_semantic_memory.testing import FakeOpenAIServer
 from tests.helpers.bub_env import StubModel, make_framework
 

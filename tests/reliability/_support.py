@@ -26,9 +26,10 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from bub_semantic_memory.backends import open_backend
-from bub_semantic_memory.config import ExtractorConfig
-from bub_semantic_memory.extractor import Extractor
+from bub_semantic_memory.backends._transport import RetryPolicy
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.tape._transcript import Entry
 from bub_semantic_memory.testing import (
     CompletionReply,
     FakeOpenAIServer,
@@ -45,8 +46,6 @@ from bub_semantic_memory.testing import (
     status_reply,
     tool_call_reply,
 )
-from bub_semantic_memory.transcript import Entry
-from bub_semantic_memory.transport import RetryPolicy
 from tests.conftest import FAST
 
 __all__ = [
@@ -260,7 +259,7 @@ class FaultLab:
             retry=retry,
             **kwargs,
         )
-        return Extractor(config, backend=open_backend(config, http_client=client))
+        return Extractor(config, backend=config.open_backend(http_client=client))
 
     def respond(self, request: RecordedRequest) -> Reply:
         plan = self.plans[request.headers["x-reliability-call"]]

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bub_semantic_memory.config import ExtractorConfig
+from bub_semantic_memory.backends._transport import RetryPolicy
+from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.testing import FakeOpenAIServer
 from tests.conftest import FAST
 from tests.helpers.bub_env import use_fake_extractor
@@ -69,13 +70,13 @@ def bub_rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_openai: FakeOp
 
 
 def fast_backoff(config: ExtractorConfig) -> ExtractorConfig:
-    """The settings' bounds (timeout, re-asks, attempts) with the suite's short back-offs."""
-    retry = config.retry_policy()
+    """The settings' bounds (timeout, re-asks, attempts) with the suite's short back-offs.
+
+    The settings set single bounds (``reasks``, ``request_timeout_s``...), which
+    :meth:`ExtractorConfig.resolve` applies over this policy.
+    """
     return config.replace(
         retry=dataclasses.replace(
-            FAST,
-            request_timeout_s=retry.request_timeout_s,
-            reasks=retry.reasks,
-            transport_attempts=retry.transport_attempts,
+            RetryPolicy(), backoff_initial_s=FAST.backoff_initial_s, backoff_max_s=FAST.backoff_max_s
         )
     )

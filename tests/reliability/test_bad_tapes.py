@@ -12,13 +12,13 @@ import pytest
 from bub.store import FileTapeStore
 from bub.tape import TapeEntry
 
-from bub_semantic_memory.config import ExtractorConfig
-from bub_semantic_memory.extractor import Extractor
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import entity_key
-from bub_semantic_memory.store import SnapshotStore, memory_tape_name
+from bub_semantic_memory._models import entity_key
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.stores._store import SnapshotStore, memory_tape_name
+from bub_semantic_memory.tape._transcript import coerce_entries, read_tape_file
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
-from bub_semantic_memory.transcript import coerce_entries, read_tape_file
 from tests.helpers.injection import injected_memory
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes
@@ -104,7 +104,7 @@ def bad_tape(tmp_path: Path) -> tuple[Path, list[str]]:
 async def test_a_bad_tape_is_read_with_counted_warnings_and_extracted(
     tmp_path: Path, fake_openai: FakeOpenAIServer, outcomes: Outcomes, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="bub_semantic_memory.transcript")
+    caplog.set_level(logging.WARNING, logger="bub_semantic_memory.tape._transcript")
     path, _ = bad_tape(tmp_path)
     started = time.monotonic()
     entries, report = read_tape_file(path)

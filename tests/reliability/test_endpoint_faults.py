@@ -13,15 +13,15 @@ from pathlib import Path
 
 from bub.store import FileTapeStore
 
-from bub_semantic_memory import errors
-from bub_semantic_memory.errors import ExtractionError, OutputTruncatedError, TransportError
+from bub_semantic_memory import _errors as errors
+from bub_semantic_memory._errors import ExtractionError, OutputTruncatedError, TransportError
+from bub_semantic_memory._models import Snapshot, entity_key
 from bub_semantic_memory.evals.dataset import load_fixtures
-from bub_semantic_memory.extractor import Extractor
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Snapshot, entity_key
-from bub_semantic_memory.store import SnapshotStore
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.stores._store import SnapshotStore
+from bub_semantic_memory.tape._transcript import Entry
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
-from bub_semantic_memory.transcript import Entry
 from tests.conftest import REPO
 from tests.reliability._report import Outcomes
 from tests.reliability._support import (

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import pytest
 from bub.store import FileTapeStore
 
-from bub_semantic_memory.models import entity_key
-from bub_semantic_memory.store import fetch_tape
+from bub_semantic_memory._models import entity_key
+from bub_semantic_memory.stores._store import fetch_tape
 from bub_semantic_memory.testing import OracleResponder, RecordedRequest, Reply
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes

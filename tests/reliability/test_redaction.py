@@ -8,8 +8,8 @@ bub turn are counted in ``test_security.py``.
 from __future__ import annotations
 
 from bub_semantic_memory.evals.dataset import load_fixtures
-from bub_semantic_memory.redact import Redactor
-from bub_semantic_memory.transcript import Entry, render_transcript
+from bub_semantic_memory.tape._redact import Redactor
+from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from tests.conftest import REPO
 from tests.helpers.secret_corpus import CORPUS, IDENTIFIERS, PLACES, hits, placed
 from tests.reliability._report import Outcomes, measured_block

@@ -14,20 +14,21 @@ import pytest
 from bub.store import FileTapeStore
 from bub.tape import TapeEntry
 
-from bub_semantic_memory.candidates import candidate_names
-from bub_semantic_memory.config import ExtractorConfig
-from bub_semantic_memory.errors import SemanticMemoryError, TapeNameError
+from bub_semantic_memory._errors import SemanticMemoryError, TapeNameError
+from bub_semantic_memory._models import Entity, Snapshot, normalize_name
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
-from bub_semantic_memory.extractor import Extractor
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Entity, Snapshot, normalize_name
-from bub_semantic_memory.store import (
+from bub_semantic_memory.extraction._candidates import candidate_names
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.stores._store import (
     SnapshotStore,
     fetch_tape,
     memory_tape_name,
     validate_tape_name,
 )
+from bub_semantic_memory.tape._transcript import Entry, TranscriptLine
 from bub_semantic_memory.testing import (
     CompletionReply,
     FakeOpenAIServer,
@@ -38,7 +39,6 @@ from bub_semantic_memory.testing import (
     text_reply,
     tool_call_reply,
 )
-from bub_semantic_memory.transcript import Entry, TranscriptLine
 from tests.conftest import REPO, make_snapshot
 from tests.helpers.injection import injected_memory
 from tests.helpers.secret_corpus import (

@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from bub.store import FileTapeStore, TapeFile
 
-from bub_semantic_memory.errors import StoreError
-from bub_semantic_memory.models import entity_key
-from bub_semantic_memory.store import SnapshotStore, memory_tape_name
+from bub_semantic_memory._errors import StoreError
+from bub_semantic_memory._models import entity_key
+from bub_semantic_memory.stores._store import SnapshotStore, memory_tape_name
 from tests.helpers.snapshot_writer import snapshot
 from tests.reliability._bub import BubRig
 from tests.reliability._report import Outcomes, Table
@@ -157,7 +157,7 @@ def wait_for_growth(path: Path, size: int, writer: Writer, timeout_s: float = 10
 def test_kill_minus_9_mid_append_keeps_every_complete_snapshot(
     tmp_path: Path, outcomes: Outcomes, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="bub_semantic_memory.store")
+    caplog.set_level(logging.WARNING, logger="bub_semantic_memory.stores._store")
     rng = random.Random(9)
     torn_by_mode = {"while the file grows": 0, "at a random moment": 0}
     rounds_by_mode = dict.fromkeys(torn_by_mode, 0)

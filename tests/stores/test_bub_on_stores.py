@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bub_semantic_memory.store import SnapshotStore, memory_tape_name, session_tape_name
+from bub_semantic_memory.stores._store import SnapshotStore, memory_tape_name, session_tape_name
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply, text_reply
 from tests.helpers.injection import injected_memory
 from tests.plugin.conftest import MAYA

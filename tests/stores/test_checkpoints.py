@@ -11,17 +11,17 @@ from bub.tape import TapeEntry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bub_semantic_memory.checkpoint import (
+from bub_semantic_memory._models import Entity, Relation, Snapshot
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.stores._checkpoint import (
     CHECKPOINT_ANCHOR,
     CHECKPOINT_VERSION,
     decode_checkpoint,
     encode_checkpoint,
 )
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Entity, Relation, Snapshot
-from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.store import SnapshotStore, memory_tape_name
+from bub_semantic_memory.stores._store import SnapshotStore, memory_tape_name
 from tests.conftest import make_snapshot
 from tests.stores.conftest import Backend
 

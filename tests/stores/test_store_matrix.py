@@ -8,9 +8,9 @@ import pytest
 from bub.store import AsyncTapeStore, AsyncTapeStoreAdapter, TapeStore, is_async_tape_store
 from bub.tape import Tape, TapeContext, TapeEntry
 
-from bub_semantic_memory.models import Entity, Relation, Snapshot
-from bub_semantic_memory.store import MemorySidecar, SnapshotStore, memory_tape_name
-from bub_semantic_memory.transcript import read_tape_file
+from bub_semantic_memory._models import Entity, Relation, Snapshot
+from bub_semantic_memory.stores._store import MemorySidecar, SnapshotStore, memory_tape_name
+from bub_semantic_memory.tape._transcript import read_tape_file
 from tests.conftest import make_snapshot
 from tests.stores.conftest import Backend, Server
 from tests.stores.servers import ServerUnavailable

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from bub.hooks import hookimpl
 
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.store import SnapshotStore, fetch_tape, session_tape_name
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.stores._store import SnapshotStore, fetch_tape, session_tape_name
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply
 from tests.conftest import REPO
 from tests.helpers.bub_env import use_fake_extractor

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 import textwrap
@@ -20,55 +21,72 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import typer
-from typer import _click  # typer vendors click; its formatter and context classes live here
 from typer.core import TyperCommand, TyperGroup
 
+from bub_semantic_memory._errors import SemanticMemoryError
 from bub_semantic_memory.cli._common import is_verbose, print_error
-from bub_semantic_memory.errors import SemanticMemoryError
 
 __all__ = ["PROMOTED_PROMPT", "PROMOTED_PROMPTS", "App", "CommandGroup", "PromotedPrompt", "new_app"]
 
 _MIN_HELP_WIDTH = 36
 """Below this many columns beside the option names, help text goes on the lines below them."""
+_INDENT = 2
+_COLUMN_MAX = 30
+_COLUMN_SPACING = 2
 
 
-class HelpFormatter(_click.formatting.HelpFormatter):
-    """Click's formatter, except that it never splits a word and stacks columns when narrow.
+class _HelpText:
+    """A command's help, written by the command itself: typer's and click's public parts only.
 
-    Click breaks words longer than the help column (an env var name becomes
-    ``BUB_SEMANTIC_MEMORY_`` + ``PROMPTS_DIR``); here a long word stays whole, and when
-    the column beside the option names would be narrower than ``_MIN_HELP_WIDTH``, the
-    help text starts on the next line, indented under its option.
+    Click's formatter breaks words longer than the help column (an env var name becomes
+    ``BUB_SEMANTIC_MEMORY_`` + ``PROMPTS_DIR``); here a word is never split, and when the
+    column beside the option names would be narrower than ``_MIN_HELP_WIDTH``, the help
+    text starts on the next line, indented under its option. The width is the one click
+    computes for the terminal (``COLUMNS`` honoured).
     """
 
-    def write_text(self, text: str) -> None:
-        indent = " " * self.current_indent
-        width = max(self.width - self.current_indent, 20)
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.lines: list[str] = []
+
+    def usage(self, command_path: str, pieces: Sequence[str]) -> None:
+        prefix = f"Usage: {command_path} "
+        wrapped = _wrap(" ".join(pieces), self.width - len(prefix))
+        self.lines.append(prefix + (wrapped[0] if wrapped else ""))
+        self.lines.extend(" " * len(prefix) + line for line in wrapped[1:])
+
+    def text(self, text: str, *, indent: int = _INDENT) -> None:
         for index, paragraph in enumerate(re.split(r"\n\s*\n", text.strip())):
             if index:
-                self.write("\n")
-            for line in _wrap(paragraph, width):
-                self.write(indent + line + "\n")
+                self.blank()
+            self.lines.extend(" " * indent + line for line in _wrap(paragraph, max(self.width - indent, 20)))
 
-    def write_dl(self, rows: Sequence[tuple[str, str]], col_max: int = 30, col_spacing: int = 2) -> None:
-        rows = list(rows)
-        first_col = min(max((len(first) for first, _ in rows), default=0), col_max) + col_spacing
-        stacked = self.width - self.current_indent - first_col < _MIN_HELP_WIDTH
-        help_indent = self.current_indent + (4 if stacked else first_col)
+    def section(self, heading: str, rows: Sequence[tuple[str, str]]) -> None:
+        """A heading and its rows: names in a column, each help beside or (narrow) below its name."""
+        self.blank()
+        self.lines.append(f"{heading}:")
+        first_col = min(max((len(first) for first, _ in rows), default=0), _COLUMN_MAX) + _COLUMN_SPACING
+        stacked = self.width - _INDENT - first_col < _MIN_HELP_WIDTH
+        help_indent = _INDENT + (4 if stacked else first_col)
         width = max(self.width - help_indent, 20)
         for first, second in rows:
-            self.write(f"{'':>{self.current_indent}}{first}")
-            lines = _wrap(second, width) if second else []
-            if not lines:
-                self.write("\n")
+            wrapped = _wrap(second, width) if second else []
+            if not wrapped:
+                self.lines.append(" " * _INDENT + first)
                 continue
-            if stacked or len(first) > first_col - col_spacing:
-                self.write("\n" + " " * help_indent)
+            if stacked or len(first) > first_col - _COLUMN_SPACING:
+                self.lines.append(" " * _INDENT + first)
+                self.lines.append(" " * help_indent + wrapped[0])
             else:
-                self.write(" " * (first_col - len(first)))
-            self.write(lines[0] + "\n")
-            for line in lines[1:]:
-                self.write(" " * help_indent + line + "\n")
+                self.lines.append(" " * _INDENT + first.ljust(first_col) + wrapped[0])
+            self.lines.extend(" " * help_indent + line for line in wrapped[1:])
+
+    def blank(self) -> None:
+        if self.lines and self.lines[-1]:
+            self.lines.append("")
+
+    def render(self) -> str:
+        return "\n".join(self.lines) + "\n"
 
 
 def _wrap(text: str, width: int) -> list[str]:
@@ -76,38 +94,55 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
 
 
-class _Context(typer.Context):
-    formatter_class = HelpFormatter
+def _write_help(command: TyperCommand | TyperGroup, ctx: typer.Context, formatter: Any) -> None:
+    """Usage, help text, arguments, options and (for a group) commands, laid out by :class:`_HelpText`."""
+    help_text = _HelpText(formatter.width)
+    help_text.usage(ctx.command_path, command.collect_usage_pieces(ctx))
+    text = inspect.cleandoc(command.help or "").partition("\f")[0]
+    if text:
+        help_text.blank()
+        help_text.text(text)
+    records = [(param, param.get_help_record(ctx)) for param in command.get_params(ctx)]
+    arguments = [r for p, r in records if r is not None and p.param_type_name == "argument"]
+    options = [r for p, r in records if r is not None and p.param_type_name == "option"]
+    if arguments:
+        help_text.section("Arguments", arguments)
+    if options:
+        help_text.section("Options", options)
+    if isinstance(command, TyperGroup):
+        rows = []
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                rows.append((name, sub.get_short_help_str(limit=1000)))
+        if rows:
+            help_text.section("Commands", rows)
+    if command.epilog:
+        help_text.blank()
+        help_text.text(command.epilog)
+    formatter.write(help_text.render())
 
 
 class Command(TyperCommand):
-    """A command whose help uses :class:`HelpFormatter`, also when mounted in bub's rich-help app."""
-
-    context_class = _Context
+    """A command whose help :class:`_HelpText` lays out, also when mounted in bub's rich-help app."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["rich_markup_mode"] = None  # typer passes down the root app's mode (bub's: rich)
         super().__init__(*args, **kwargs)
 
+    def format_help(self, ctx: typer.Context, formatter: Any) -> None:  # type: ignore[override]
+        _write_help(self, ctx, formatter)
+
 
 class Group(TyperGroup):
-    """A command group whose help uses :class:`HelpFormatter` and lists whole first sentences."""
-
-    context_class = _Context
+    """A command group whose help :class:`_HelpText` lays out, listing whole first sentences."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["rich_markup_mode"] = None
         super().__init__(*args, **kwargs)
 
-    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
-        rows = []
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str(limit=1000)))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+    def format_help(self, ctx: typer.Context, formatter: Any) -> None:  # type: ignore[override]
+        _write_help(self, ctx, formatter)
 
 
 class CommandGroup(Group):
@@ -176,7 +211,7 @@ def new_app(help_text: str, *, cls: type[TyperGroup] = Group, **kwargs: Any) -> 
 class PromotedPrompt:
     """The default ``--prompt``: the promoted version of ``extract`` in the chosen prompt directory.
 
-    The value is the bare name ``extract``, which :class:`~bub_semantic_memory.prompts.PromptLibrary`
+    The value is the bare name ``extract``, which :class:`~bub_semantic_memory.extraction.PromptLibrary`
     resolves to the promoted version of whatever ``--prompts-dir`` holds (the plugin's
     ``prompt`` setting defaults to the same). Its text, which ``--help`` prints as the
     default, names the version promoted in the bundled prompts; the manifest is read
@@ -192,7 +227,7 @@ class PromotedPrompt:
         return [self.name] if self.many else self.name
 
     def __str__(self) -> str:
-        from bub_semantic_memory.prompts import PromptLibrary
+        from bub_semantic_memory.extraction._prompts import PromptLibrary
 
         try:
             _, version = PromptLibrary().resolve(self.name)

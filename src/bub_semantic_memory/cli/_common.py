@@ -18,7 +18,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 from rich.text import Text
 
-from bub_semantic_memory.errors import SemanticMemoryError
+from bub_semantic_memory._errors import SemanticMemoryError
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -87,7 +87,7 @@ async def tape_store(tapes_dir: Path | None) -> AsyncIterator[Any]:
 
         yield FileTapeStore(tapes_dir)
         return
-    from bub_semantic_memory.store import open_bub_tape_store
+    from bub_semantic_memory.stores._store import open_bub_tape_store
 
     async with open_bub_tape_store() as store:
         yield store

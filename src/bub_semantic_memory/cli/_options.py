@@ -10,9 +10,9 @@ import typer
 from bub_semantic_memory.cli._common import API_KEY_ENV, print_table, stderr, stdout
 
 if TYPE_CHECKING:
-    from bub_semantic_memory.config import ExtractorConfig
     from bub_semantic_memory.evals.dataset import Fixture
     from bub_semantic_memory.evals.report import Report
+    from bub_semantic_memory.extraction._config import ExtractorConfig
 
 MODEL = typer.Option(
     ...,
@@ -42,6 +42,20 @@ REASKS = typer.Option(
     help="Re-asks after an answer that breaks a rule (default: 1 for a local model, 2 otherwise).",
     show_default=False,
 )
+DEADLINE = typer.Option(
+    None,
+    "--deadline",
+    min=1,
+    help="Seconds one extraction call may take, retries included (default: 600 local, 180 otherwise).",
+    show_default=False,
+)
+REQUEST_TIMEOUT = typer.Option(
+    None,
+    "--request-timeout",
+    min=1,
+    help="Seconds per HTTP request to the endpoint (default: 60).",
+    show_default=False,
+)
 CACHE_DIR = typer.Option(Path(".cache/eval"), "--cache-dir", help="Response cache directory.")
 
 
@@ -54,14 +68,26 @@ def extractor_config(
     prompts_dir: Path | None,
     prompt: str = "extract",
     reasks: int | None = None,
+    deadline: float | None = None,
+    request_timeout: float | None = None,
 ) -> ExtractorConfig:
-    """The extractor configuration of a command's options (the CLI builds it nowhere else)."""
-    from bub_semantic_memory.config import ExtractorConfig
+    """The extractor configuration of a command's options (the CLI builds it nowhere else).
 
-    config = ExtractorConfig(
-        model=model, base_url=base_url, api_key=api_key, mode=mode, prompt=prompt, prompts_dir=prompts_dir
+    Bounds not given stay ``None``: the backend's defaults apply, as in the plugin.
+    """
+    from bub_semantic_memory.extraction._config import ExtractorConfig
+
+    return ExtractorConfig(
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        mode=mode,
+        prompt=prompt,
+        prompts_dir=prompts_dir,
+        reasks=reasks,
+        deadline_s=deadline,
+        request_timeout_s=request_timeout,
     )
-    return config if reasks is None else config.with_reasks(reasks)
 
 
 def load_selected(directory: Path, tags: list[str], ids: list[str]) -> list[Fixture]:

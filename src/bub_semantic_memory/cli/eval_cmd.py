@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from bub_semantic_memory.cli import _options as opt
+import bub_semantic_memory.cli._options as opt
 from bub_semantic_memory.cli._app import PROMOTED_PROMPTS, new_app
 from bub_semantic_memory.cli._common import (
     fail,
@@ -20,9 +20,9 @@ from bub_semantic_memory.cli._common import (
 )
 
 if TYPE_CHECKING:
+    from bub_semantic_memory._ontology import Ontology
     from bub_semantic_memory.evals.dataset import Fixture
     from bub_semantic_memory.evals.labels import LabelMap
-    from bub_semantic_memory.ontology import Ontology
 
 app = new_app("Score extraction against gold fixtures, run prompt versions, compare runs.")
 fixtures_app = new_app("Eval fixtures: import plain conversations as Bub tapes with gold.")
@@ -87,6 +87,8 @@ def run(
     api_key: str | None = opt.API_KEY,
     mode: str = opt.MODE,
     reasks: int | None = opt.REASKS,
+    deadline: float | None = opt.DEADLINE,
+    request_timeout: float | None = opt.REQUEST_TIMEOUT,
     concurrency: int = opt.CONCURRENCY,
     out: Path | None = typer.Option(Path("reports/latest"), "--out", "-o", help="Where to write report.*"),
     replay: bool = typer.Option(False, "--replay", help="Use only cached responses; a miss is a failure."),
@@ -102,13 +104,20 @@ def run(
     of its own. Gold that cannot be scored (types outside the ontology, relations to
     non-entities) is reported before the run starts.
     """
-    from bub_semantic_memory.backends import model_note
+    from bub_semantic_memory.backends._specs import model_note
     from bub_semantic_memory.evals.runner import RunOptions, run_eval
 
     if replay and no_cache:
         fail("--replay and --no-cache exclude each other", code=2)
     config = opt.extractor_config(
-        model=model, base_url=base_url, api_key=api_key, mode=mode, prompts_dir=prompts_dir, reasks=reasks
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        mode=mode,
+        prompts_dir=prompts_dir,
+        reasks=reasks,
+        deadline=deadline,
+        request_timeout=request_timeout,
     )
     templates = [config.library().load(ref) for ref in prompts]
     selected = opt.load_selected(fixtures, tags, ids)
@@ -170,7 +179,7 @@ def score(
     from bub_semantic_memory.evals.labels import scoring_config
     from bub_semantic_memory.evals.render import UNDEFINED
     from bub_semantic_memory.evals.scoring import score_dataset
-    from bub_semantic_memory.prompts import PromptLibrary
+    from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     selected = opt.load_selected(fixtures, tags, ids)
     predicted = load_predictions(predictions)
@@ -258,7 +267,7 @@ def import_fixtures(
     """
     from bub_semantic_memory.evals.importer import import_conversations
     from bub_semantic_memory.evals.labels import load_dataset_ontology
-    from bub_semantic_memory.prompts import PromptLibrary
+    from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     ontology = load_dataset_ontology(out) or PromptLibrary(prompts_dir).load(prompt).ontology
     report = import_conversations(source, out, ontology=ontology, strict=strict)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory.cli._app import PROMOTED_PROMPT, Command
 from bub_semantic_memory.cli._common import (
     TAPES_DIR_OPTION,
@@ -23,19 +24,20 @@ from bub_semantic_memory.cli._common import (
 from bub_semantic_memory.cli._options import (
     API_KEY,
     BASE_URL,
+    DEADLINE,
     MODE,
     MODEL,
     PROMPTS_DIR,
     REASKS,
+    REQUEST_TIMEOUT,
     extractor_config,
 )
-from bub_semantic_memory.extractor import Extractor
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Snapshot
-from bub_semantic_memory.prompts import PromptLibrary
-from bub_semantic_memory.render import DEFAULT_BUDGET, render_memory
-from bub_semantic_memory.store import SnapshotStore, session_tape_name, validate_tape_name
-from bub_semantic_memory.transcript import Entry, ReadReport, read_tape_file
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory._render import DEFAULT_BUDGET, render_memory
+from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name, validate_tape_name
+from bub_semantic_memory.tape._transcript import Entry, ReadReport, read_tape_file
 
 
 def register(app: typer.Typer) -> None:
@@ -54,6 +56,8 @@ def extract(
     prompt: str = typer.Option(PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version, e.g. extract@3."),
     prompts_dir: Path | None = PROMPTS_DIR,
     reasks: int | None = REASKS,
+    deadline: float | None = DEADLINE,
+    request_timeout: float | None = REQUEST_TIMEOUT,
     tape: str | None = typer.Option(
         None, "--tape", help="Tape name for the store (default: the file's stem)."
     ),
@@ -78,6 +82,8 @@ def extract(
         prompt=prompt,
         prompts_dir=prompts_dir,
         reasks=reasks,
+        deadline=deadline,
+        request_timeout=request_timeout,
     )
 
     async def run() -> list[Snapshot]:

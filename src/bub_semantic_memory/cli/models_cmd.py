@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from bub_semantic_memory.cli._common import handle_errors, stdout
+from bub_semantic_memory.cli._common import handle_errors, print_table, stdout
 
 
 def _models_dir() -> Path:
@@ -26,7 +27,7 @@ def models(
     Works without the 'local' extra; it then says how to install it. A packaged model is
     assembled into <bub home>/models the first time it is used.
     """
-    from bub_semantic_memory.local_models import (
+    from bub_semantic_memory.backends._local_models import (
         DEFAULT_LOCAL_MODEL,
         INSTALL_HINT,
         REGISTRY,
@@ -55,23 +56,36 @@ def models(
     if as_json:
         stdout.print(json.dumps(rows, indent=2), markup=False)
         return
-    table = Table(title=f"Local models ({directory})")
-    table.add_column("model", no_wrap=True)
-    table.add_column("size", no_wrap=True, justify="right")
-    table.add_column("state", no_wrap=True)
-    for column in ("licence", "sha256", "for"):
-        table.add_column(column)
+    table = Table(title="Local models")
+    for column in ("model", "size", "state", "sha256"):
+        table.add_column(column, no_wrap=True, justify="right" if column == "size" else "left")
     for row in rows:
         state = "assembled" if row["assembled"] else ("installed" if row["installed"] else "not installed")
         table.add_row(
-            f"{row['spec']}" + (" (default)" if row["default"] else ""),
-            f"{int(str(row['size_bytes'])) / 1e6:,.0f} MB",
-            state,
-            str(row["licence"]),
-            f"{str(row['sha256'])[:12]}…",
-            str(row["purpose"]),
+            _label(row), f"{int(str(row['size_bytes'])) / 1e6:,.0f} MB", state, f"{str(row['sha256'])[:8]}…"
         )
-    stdout.print(table)
+    print_table(stdout, table)
+    # What each model is for and its licence are sentences: wrapped at spaces, never cut.
+    for row in rows:
+        purpose = str(row["purpose"]).removeprefix("default: ")
+        _print_wrapped(f"{_label(row)}: {purpose}. Licence: {row['licence']}.", indent="  ")
     if not all(row["installed"] for row in rows):
-        stdout.print(f"To install: {INSTALL_HINT}.", markup=False)
-    stdout.print("Any GGUF file works too: --model local:/path/to/model.gguf", markup=False)
+        _print_wrapped(f"To install: {INSTALL_HINT}.")
+    _print_wrapped("Any GGUF file works too: --model local:/path/to/model.gguf")
+    _print_wrapped(f"Packaged models are assembled in {directory}")
+
+
+def _label(row: dict[str, object]) -> str:
+    return f"{row['spec']}" + (" (default)" if row["default"] else "")
+
+
+def _print_wrapped(text: str, *, indent: str = "") -> None:
+    """``text`` in lines no wider than the terminal, broken at spaces only (later lines indented)."""
+    lines = textwrap.wrap(
+        text,
+        max(stdout.width, 20),
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    stdout.print("\n".join(lines), markup=False)

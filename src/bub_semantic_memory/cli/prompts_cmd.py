@@ -10,10 +10,10 @@ from pathlib import Path
 import typer
 import yaml
 
-from bub_semantic_memory.cli import _options as opt
+import bub_semantic_memory.cli._options as opt
 from bub_semantic_memory.cli._app import new_app
 from bub_semantic_memory.cli._common import fail, handle_errors, stderr, stdout
-from bub_semantic_memory.prompts import (
+from bub_semantic_memory.extraction._prompts import (
     PromptLibrary,
     PromptTemplate,
     bundled_prompts_dir,
@@ -29,7 +29,8 @@ def _library(prompts_dir: Path | None) -> PromptLibrary:
 
 def writable_library(prompts_dir: Path | None) -> PromptLibrary:
     """The library a writing command writes to (never the installed package; see
-    :func:`~bub_semantic_memory.prompts.writable_prompts_dir`), named on stderr when not asked for."""
+    :func:`~bub_semantic_memory.extraction._prompts.writable_prompts_dir`),
+    named on stderr when not asked for."""
     root = writable_prompts_dir(prompts_dir)
     if prompts_dir is None and root != bundled_prompts_dir():
         stderr.print(
@@ -183,6 +184,8 @@ def promote_prompt(
         0.02, "--tolerance", min=0.0, help="Largest allowed drop of F1 or success rate."
     ),
     reasks: int | None = opt.REASKS,
+    deadline: float | None = opt.DEADLINE,
+    request_timeout: float | None = opt.REQUEST_TIMEOUT,
     concurrency: int = opt.CONCURRENCY,
     out: Path | None = typer.Option(
         Path("reports/promote"), "--out", "-o", help="Where to write the gate's report."
@@ -191,13 +194,20 @@ def promote_prompt(
     prompts_dir: Path | None = opt.PROMPTS_DIR,
 ) -> None:
     """Promote REF for the plugin if it does not regress against the promoted version on the fixtures."""
-    from bub_semantic_memory.errors import GateError
+    from bub_semantic_memory._errors import GateError
     from bub_semantic_memory.evals.gate import promote
     from bub_semantic_memory.evals.report import Report
     from bub_semantic_memory.evals.runner import RunOptions
 
     config = opt.extractor_config(
-        model=model, base_url=base_url, api_key=api_key, mode=mode, prompts_dir=prompts_dir, reasks=reasks
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        mode=mode,
+        prompts_dir=prompts_dir,
+        reasks=reasks,
+        deadline=deadline,
+        request_timeout=request_timeout,
     )
     library = writable_library(prompts_dir)
     candidate = library.load(ref)

@@ -44,8 +44,8 @@ from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field, ValidationError
 
-from bub_semantic_memory.errors import ExtractionError, OutputTruncatedError, ValidationExhaustedError
-from bub_semantic_memory.models import Snapshot, Usage
+from bub_semantic_memory._errors import ExtractionError, OutputTruncatedError, ValidationExhaustedError
+from bub_semantic_memory._models import Snapshot, Usage
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class CachedExtraction(BaseModel):
 
 
 PACKAGE = "bub_semantic_memory"
-EXTRACTION_ENTRY = f"{PACKAGE}.extractor"
+EXTRACTION_ENTRY = f"{PACKAGE}.extraction._extractor"
 """Where the extraction code starts: it and every package module it imports make the revision."""
 
 

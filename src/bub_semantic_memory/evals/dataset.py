@@ -22,8 +22,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bub_semantic_memory.errors import FixtureError
-from bub_semantic_memory.transcript import Entry, read_tape_file
+from bub_semantic_memory._errors import FixtureError
+from bub_semantic_memory.tape._transcript import Entry, read_tape_file
 
 __all__ = [
     "GOLD_FILE",

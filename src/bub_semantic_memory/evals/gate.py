@@ -18,11 +18,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bub_semantic_memory.errors import GateError
+from bub_semantic_memory._errors import GateError
 from bub_semantic_memory.evals.dataset import Fixture
 from bub_semantic_memory.evals.report import Comparison, PromptRun, Report
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
-from bub_semantic_memory.prompts import Promotion, PromptLibrary, PromptTemplate
+from bub_semantic_memory.extraction._prompts import Promotion, PromptLibrary, PromptTemplate
 
 __all__ = ["DEFAULT_TOLERANCE", "MAX_TOKEN_GROWTH", "GateOutcome", "check_gate", "promote"]
 

@@ -48,11 +48,11 @@ from typing import Any, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bub_semantic_memory.errors import FixtureError
+from bub_semantic_memory._errors import FixtureError
+from bub_semantic_memory._mentions import fold_text, is_mentioned
+from bub_semantic_memory._models import normalize_name
+from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.evals.dataset import GOLD_FILE, TAPE_FILE, Gold, describe_validation_error
-from bub_semantic_memory.mentions import fold_text, is_mentioned
-from bub_semantic_memory.models import normalize_name
-from bub_semantic_memory.ontology import Ontology
 
 __all__ = ["FixtureIssues", "ImportReport", "SkippedConversation", "import_conversations"]
 
@@ -100,7 +100,7 @@ class FixtureIssues(BaseModel):
         unknown_entity_types: entity types the ontology does not define.
         unknown_relation_types: relation types the ontology does not define.
         dangling_endpoints: relation endpoints that are not the name of a gold entity
-            (compared through :func:`~bub_semantic_memory.models.normalize_name`; an alias is not enough).
+            (compared through :func:`~bub_semantic_memory._models.normalize_name`; an alias is not enough).
         unmentioned_names: gold names, aliases and forbidden names that never occur in the
             conversation text (turn texts, tool arguments and tool results, compared as
             normalised whole words).

@@ -32,11 +32,11 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bub_semantic_memory.errors import FixtureError
+from bub_semantic_memory._errors import FixtureError
+from bub_semantic_memory._models import normalize_name
+from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.evals.dataset import Gold, describe_validation_error
 from bub_semantic_memory.evals.scoring import ScoringConfig
-from bub_semantic_memory.models import normalize_name
-from bub_semantic_memory.ontology import Ontology
 
 __all__ = [
     "DATASET_ONTOLOGY_FILE",

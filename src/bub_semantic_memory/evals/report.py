@@ -25,9 +25,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from bub_semantic_memory._models import Usage
 from bub_semantic_memory.evals.dataset import Prediction
 from bub_semantic_memory.evals.scoring import PRF, FixtureDiff
-from bub_semantic_memory.models import Usage
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
@@ -156,10 +156,10 @@ class Report(BaseModel):
 
 
 def load_report(path: Path) -> Report:
-    """Read a saved ``report.json`` (raises :class:`~bub_semantic_memory.errors.EvalError` if malformed)."""
+    """Read a saved ``report.json`` (raises :class:`~bub_semantic_memory._errors.EvalError` if malformed)."""
     from pydantic import ValidationError
 
-    from bub_semantic_memory.errors import EvalError
+    from bub_semantic_memory._errors import EvalError
 
     try:
         return Report.model_validate_json(path.read_bytes())

@@ -12,6 +12,7 @@ writes) and ``replay`` (read only; a miss is a recorded :class:`ReplayMissError`
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
@@ -21,10 +22,11 @@ from typing import Any, Literal
 
 from rich.console import Console
 
-from bub_semantic_memory.backends import model_note, open_backend
-from bub_semantic_memory.candidates import candidate_names
-from bub_semantic_memory.config import ExtractorConfig
-from bub_semantic_memory.errors import ExtractionError, ReplayMissError
+from bub_semantic_memory._errors import ExtractionError, ReplayMissError
+from bub_semantic_memory._models import Snapshot, Usage
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.backends._specs import model_note
+from bub_semantic_memory.backends._transport import ChatBackend
 from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key, extraction_code_sha256
 from bub_semantic_memory.evals.dataset import Fixture, GoldEntity, GoldRelation, Prediction, dataset_hash
 from bub_semantic_memory.evals.labels import LabelMap, ontology_sha256, scoring_config
@@ -38,13 +40,12 @@ from bub_semantic_memory.evals.report import (
     percentile,
 )
 from bub_semantic_memory.evals.scoring import FixtureScore, ScoringConfig, aggregate, score_fixture
-from bub_semantic_memory.extractor import Extractor
-from bub_semantic_memory.graph import MemoryGraph
-from bub_semantic_memory.models import Snapshot, Usage
-from bub_semantic_memory.ontology import Ontology
-from bub_semantic_memory.prompts import PromptTemplate
-from bub_semantic_memory.transcript import Entry, render_transcript
-from bub_semantic_memory.transport import ChatBackend
+from bub_semantic_memory.extraction._candidates import candidate_names
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.extraction._prompts import PromptTemplate
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.tape._transcript import Entry, render_transcript
 
 __all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval"]
 
@@ -123,35 +124,30 @@ class _Outcome:
 class _PromptRunner:
     """Runs one prompt version over the fixtures."""
 
-    def __init__(self, prompt: PromptTemplate, options: RunOptions, backend: ChatBackend | None) -> None:
+    def __init__(self, prompt: PromptTemplate, options: RunOptions, backend: ChatBackend) -> None:
         self.prompt = prompt
         self.options = options
-        config = options.extractor.replace(prompt=prompt)
-        self.extractor = Extractor(
-            config, backend=backend or open_backend(config, http_client=options.http_client)
-        )
+        self.extractor = Extractor(options.extractor.replace(prompt=prompt), backend=backend)
         self.cache = ResponseCache(options.cache_dir)
 
     def _key(self, entries: list[Entry]) -> tuple[str, dict[str, Any]]:
+        """Everything that decides the answers: the prompt, what the model is shown, the settings
+        and bounds the extractor runs with, the backend's traits and the extraction code."""
         ex = self.extractor
         substituted = {"ontology_sha256": self.prompt.ontology_sha256} if self.prompt.ontology_sha256 else {}
         # What the model is shown: a change in rendering or redaction invalidates the cache.
         transcript = render_transcript(entries, redact=ex.redactor)
-        fingerprint = getattr(ex.backend, "fingerprint", None)  # a local model's file and batch size
-        extra: dict[str, Any] = {"backend": fingerprint} if fingerprint else {}
+        extra: dict[str, Any] = {}
         if self.prompt.candidates:  # the names the schema offers: a change in the heuristic changes them
             extra["candidates_sha256"] = _sha256(json.dumps(candidate_names(transcript.lines)))
         return cache_key(
             **substituted,
             **extra,
             prompt_sha256=self.prompt.sha256,
-            model=self.options.model,
-            mode=ex.mode,
             transcript_sha256=_sha256(transcript.text()),
-            chunk_tokens=ex.chunk_tokens,
-            overlap=(ex.config.overlap_lines, ex.config.overlap_tokens),
-            max_output_tokens=ex.max_output_tokens,
-            reasks=ex.retry.reasks,
+            config=ex.config.answer_inputs(),
+            bounds=dataclasses.asdict(ex.bounds),
+            traits=dataclasses.asdict(ex.traits),
             extraction_code_sha256=extraction_code_sha256(),
         )
 
@@ -244,15 +240,6 @@ def _metrics(
     )
 
 
-def _shared_backend(options: RunOptions) -> ChatBackend | None:
-    """One backend shared by every prompt version when it is a local model (loaded once)."""
-    if options.backend is not None:
-        return options.backend
-    if options.extractor.is_local:
-        return open_backend(options.extractor)
-    return None
-
-
 async def run_eval(
     fixtures: Sequence[Fixture],
     prompts: Sequence[PromptTemplate],
@@ -266,8 +253,8 @@ async def run_eval(
     Runs go one after another (so their latencies are comparable); fixtures within
     a run go ``options.concurrency`` at a time.
     """
-    backend = _shared_backend(options)
-    shared = backend is not None and options.backend is None
+    # One backend for every prompt version: a local model is loaded once.
+    backend = options.backend or options.extractor.open_backend(http_client=options.http_client)
     runs: list[PromptRun] = []
     console = console or Console(stderr=True)
     progress = RunProgress(console, len(fixtures) * len(prompts), enabled=options.progress)
@@ -276,7 +263,7 @@ async def run_eval(
             for prompt in prompts:
                 runs.append(await _run_prompt(prompt, fixtures, options, backend, progress))
     finally:
-        if shared and backend is not None:
+        if options.backend is None:
             await backend.aclose()
     comparisons = [compare_runs(runs[0], run) for run in runs[1:]]
     return Report(
@@ -292,7 +279,7 @@ async def _run_prompt(
     prompt: PromptTemplate,
     fixtures: Sequence[Fixture],
     options: RunOptions,
-    backend: ChatBackend | None,
+    backend: ChatBackend,
     progress: RunProgress,
 ) -> PromptRun:
     if options.ontology is not None:
@@ -309,11 +296,7 @@ async def _run_prompt(
         progress.fixture_done(result)
         return result, score
 
-    try:
-        scored = list(await asyncio.gather(*(one(f) for f in fixtures)))
-    finally:
-        if backend is None:
-            await runner.extractor.aclose()
+    scored = list(await asyncio.gather(*(one(f) for f in fixtures)))
     progress.finish_run()
     return PromptRun(
         prompt=str(prompt),

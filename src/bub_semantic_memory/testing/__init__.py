@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bub_semantic_memory.testing import fake_openai
 from bub_semantic_memory.testing.fake_openai import *  # noqa: F403
-from bub_semantic_memory.testing.oracle import OracleResponder
+from bub_semantic_memory.testing.oracle import OracleResponder, SchemaFollowingOracle
 
-__all__ = ["OracleResponder"]
+__all__ = ["OracleResponder", "SchemaFollowingOracle"]
 __all__ += fake_openai.__all__

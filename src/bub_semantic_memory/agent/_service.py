@@ -1,0 +1,354 @@
+"""The memory of running agents: per-tape graphs, background extraction, rendered blocks.
+
+This is everything the Bub plugin does apart from speaking bub's hooks, so it can be
+used and tested without a bub framework: give it a tape store and tape names.
+
+* :meth:`MemoryService.load` reads a tape's memory graph once per process (the only
+  store read on a turn's path).
+* :meth:`MemoryService.block` renders the memory block for a question from the
+  in-memory graph: no model call, no store read, cached per graph version.
+* :meth:`MemoryService.schedule` extracts a tape's new entries in the background: one
+  run per tape at a time with at most one follow-up queued, once the cadence says so
+  (:meth:`MemoryService.extraction_due`). The watermark only moves when a snapshot is
+  stored, so a failed or unfinished extraction is redone later.
+* :meth:`MemoryService.drain` extracts what the cadence deferred and waits for running
+  extractions, within a grace period, at shutdown.
+
+Failures are logged and counted in :attr:`MemoryService.stats`, never raised into the
+agent's turn from a background task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory._render import DEFAULT_BUDGET, render_memory
+from bub_semantic_memory.stores._store import MemoryLoad, SnapshotStore, fetch_tape
+from bub_semantic_memory.tape._transcript import render_transcript
+
+if TYPE_CHECKING:
+    from bub.store import AsyncTapeStore, TapeStore
+
+    from bub_semantic_memory._ontology import Ontology
+    from bub_semantic_memory.extraction._extractor import Extractor
+
+__all__ = ["MemoryPolicy", "MemoryService"]
+
+logger = logging.getLogger(__name__)
+
+_RENDER_CACHE_SIZE = 256
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemoryPolicy:
+    """When to extract, how much to inject, how hard to try.
+
+    Attributes:
+        budget: estimated tokens of a rendered memory block.
+        every_turns: extract after every N-th user turn (and at handoffs and shutdown).
+        min_new_tokens: or as soon as the new transcript reaches this many tokens (0: off).
+        max_concurrent: extractions running at once across tapes.
+        retry_cooldown: seconds before a tape whose extraction failed is tried again.
+        checkpoint_every: store a checkpoint after this many new snapshots (0: never).
+    """
+
+    budget: int = DEFAULT_BUDGET
+    every_turns: int = 6
+    min_new_tokens: int = 1200
+    max_concurrent: int = 2
+    retry_cooldown: float = 30.0
+    checkpoint_every: int = 200
+
+
+def _tape_was_reset(entries: Sequence[Any], watermark: int) -> bool:
+    """Whether the tape now ends before the entry its memory was extracted up to."""
+    return watermark > 0 and max((e.id for e in entries), default=0) < watermark
+
+
+class MemoryService:
+    """The memory of the tapes one process works on.
+
+    Args:
+        ontology: returns the ontology snapshots are folded with (called on first use).
+        extractor: returns the extractor, or None when extraction is off (called once,
+            on the first extraction; the factory logs why it is off).
+        policy: cadence, budget and bounds.
+        stats: counters to add to (shared with the caller); a new one by default.
+    """
+
+    def __init__(
+        self,
+        *,
+        ontology: Callable[[], Ontology],
+        extractor: Callable[[], Extractor | None],
+        policy: MemoryPolicy | None = None,
+        stats: Counter[str] | None = None,
+    ) -> None:
+        self.policy = policy or MemoryPolicy()
+        self.stats: Counter[str] = stats if stats is not None else Counter()
+        self._ontology_factory = ontology
+        self._extractor_factory = extractor
+        self._ontology: Ontology | None = None
+        self._extractor: Extractor | None = None
+        self._extractor_built = False
+        self._graphs: dict[str, MemoryGraph] = {}
+        self._since_checkpoint: dict[str, int] = {}
+        self._render_cache: dict[tuple[str, int, str], str] = {}
+        self._running: dict[str, asyncio.Task[None]] = {}
+        self._follow_up: set[str] = set()
+        self._cooldown_until: dict[str, float] = {}
+        self._deferred: dict[str, TapeStore | AsyncTapeStore] = {}
+        self._outlived_reset: dict[str, int] = {}  # tape -> watermark of a memory its reset left in place
+        self._semaphore: asyncio.Semaphore | None = None
+
+    @property
+    def ontology(self) -> Ontology:
+        if self._ontology is None:
+            self._ontology = self._ontology_factory()
+        return self._ontology
+
+    @property
+    def extractor(self) -> Extractor | None:
+        """The extractor, built on first use (None: extraction is off, the log says why)."""
+        return self._get_extractor()
+
+    def _get_extractor(self) -> Extractor | None:
+        if not self._extractor_built:
+            self._extractor_built = True
+            self._extractor = self._extractor_factory()
+        return self._extractor
+
+    # -- reading -------------------------------------------------------------------
+
+    def graph(self, tape: str) -> MemoryGraph | None:
+        """The in-memory graph of ``tape``, if it was loaded in this process."""
+        return self._graphs.get(tape)
+
+    async def load(self, tape: str, store: TapeStore | AsyncTapeStore) -> MemoryGraph:
+        """The graph of ``tape``, read from ``store`` the first time it is asked for in this process.
+
+        Snapshots that cannot be read are counted (``unreadable_snapshots``), not raised.
+        """
+        graph = self._graphs.get(tape)
+        if graph is None:
+            self._remember(tape, await SnapshotStore(store).load_graph(tape, self.ontology))
+            self.stats["loads"] += 1
+            graph = self._graphs[tape]
+        return graph
+
+    def _remember(self, tape: str, loaded: MemoryLoad) -> None:
+        self._graphs[tape] = loaded.graph
+        self._since_checkpoint[tape] = loaded.tail_snapshots
+        rejected = loaded.report.counts["bad_checkpoint"]
+        self.stats["rejected_checkpoints"] += rejected
+        if len(loaded.report.issues) > rejected:
+            self.stats["unreadable_snapshots"] += len(loaded.report.issues) - rejected
+
+    def block(self, tape: str, query: str, *, shown: Collection[str] = (), named_only: bool = False) -> str:
+        """The memory block for ``query`` from ``tape``'s loaded graph ("" when there is nothing).
+
+        ``shown``: lines the agent already has in its context (earlier notes), left out of
+        the block. ``named_only``: only what ``query`` names and its neighbours, not the
+        rest of the memory (see :func:`render_memory`).
+        """
+        graph = self._graphs.get(tape)
+        if graph is None or len(graph) == 0:
+            return ""
+        text = self._render(tape, graph, query, shown, named_only)
+        self.stats["injections"] += bool(text)
+        return text
+
+    def _render(
+        self, tape: str, graph: MemoryGraph, query: str, shown: Collection[str], named_only: bool
+    ) -> str:
+        if shown or named_only:  # a note: rendered once per turn, never asked for twice
+            block = render_memory(
+                graph, query=query, budget=self.policy.budget, shown=shown, named_only=named_only
+            )
+            return block.text
+        key = (tape, graph.version, query)
+        cached = self._render_cache.get(key)
+        if cached is None:
+            if len(self._render_cache) >= _RENDER_CACHE_SIZE:
+                self._render_cache.clear()
+            cached = self._render_cache[key] = render_memory(
+                graph, query=query, budget=self.policy.budget
+            ).text
+        return cached
+
+    # -- background extraction -----------------------------------------------------
+
+    def schedule(self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool = False) -> None:
+        """Extract ``tape``'s new entries in the background (one run per tape, one follow-up at most).
+
+        ``store`` is captured now: bub releases its store reference before the lifespan
+        (which waits for these tasks) ends. ``force`` ignores the cadence (shutdown flush).
+        Must be called from a running event loop.
+        """
+        running = self._running.get(tape)
+        if running is not None and not running.done():
+            self._follow_up.add(tape)
+            self.stats["follow_ups"] += 1
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._run(tape, store, force=force), name=f"semantic-memory:{tape}"
+        )
+        self._running[tape] = task
+        task.add_done_callback(
+            lambda _: self._running.pop(tape, None) if self._running.get(tape) is task else None
+        )
+
+    def running(self) -> list[asyncio.Task[None]]:
+        """Extractions not finished yet."""
+        return [task for task in self._running.values() if not task.done()]
+
+    async def _run(self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool) -> None:
+        while True:
+            self._follow_up.discard(tape)
+            await self._extract_once(tape, store, force=force)
+            if tape not in self._follow_up:
+                return
+
+    async def _extract_once(self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool) -> None:
+        if time.monotonic() < self._cooldown_until.get(tape, 0.0):
+            self.stats["cooldown_skips"] += 1
+            return
+        if self._semaphore is None:
+            self._semaphore = asyncio.Semaphore(self.policy.max_concurrent)
+        async with self._semaphore:
+            try:
+                stored = await self._extract_new_entries(tape, store, force=force)
+            except Exception as exc:
+                self.stats["extraction_failures"] += 1
+                self._cooldown_until[tape] = time.monotonic() + self.policy.retry_cooldown
+                logger.warning(
+                    "semantic memory: extraction of tape %s failed, will retry on a later turn: %s", tape, exc
+                )
+                return
+        self._cooldown_until.pop(tape, None)
+        if stored:
+            self.stats["extractions"] += 1
+
+    async def _extract_new_entries(self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool) -> int:
+        """Extract what follows the watermark; return how many snapshots were stored.
+
+        Not yet due by the cadence: the tape is remembered, and extracted at shutdown.
+        """
+        extractor = self._get_extractor()
+        if extractor is None:
+            return 0
+        snapshots = SnapshotStore(store)
+        graph = await self.load(tape, store)
+        entries = await fetch_tape(store, tape)
+        if _tape_was_reset(entries, graph.watermark) and self._outlived_reset.get(tape) != graph.watermark:
+            graph = await self._reload_after_reset(tape, store, graph.watermark)
+        if not (force or self.extraction_due(entries, graph.watermark)):
+            if any(e.id > graph.watermark for e in entries):
+                self._deferred[tape] = store
+                self.stats["deferred"] += 1
+            return 0
+        self._deferred.pop(tape, None)
+        stored = 0
+        async for snapshot in extractor.iter_extract(entries, tape=tape, memory=graph):
+            await snapshots.append(snapshot)  # the graph only learns what the store kept
+            graph.add(snapshot)
+            stored += 1
+            self.stats["snapshots"] += 1
+        if stored:
+            graph.ranked_keys()  # rank here, off the model-call path, not on the next render
+            await self._checkpoint_if_due(tape, snapshots, stored)
+        return stored
+
+    async def _reload_after_reset(
+        self, tape: str, store: TapeStore | AsyncTapeStore, watermark: int
+    ) -> MemoryGraph:
+        """Forget this process's graph of a tape that was reset, and read its memory again.
+
+        bub's reset empties the tape and its memory sidecar, and the new entries count
+        from 1 again: a graph kept from before would go on showing the old memory and
+        skip every new entry up to its old watermark.
+        """
+        self.stats["tape_resets"] += 1
+        self._graphs.pop(tape, None)
+        self._render_cache = {key: text for key, text in self._render_cache.items() if key[0] != tape}
+        graph = await self.load(tape, store)
+        if graph.watermark >= watermark:
+            self._outlived_reset[tape] = graph.watermark  # reading it again each turn would change nothing
+            logger.warning(
+                "semantic memory: tape %s restarts below its memory (entry %d), but the memory sidecar "
+                "was not reset with it; new entries are extracted once they pass that entry",
+                tape,
+                graph.watermark,
+            )
+        return graph
+
+    async def _checkpoint_if_due(self, tape: str, snapshots: SnapshotStore, stored: int) -> None:
+        """Every ``checkpoint_every`` snapshots, store a checkpoint so cold loads read only the tail.
+
+        The checkpoint is folded from the store, not from this process's graph; a failure
+        is logged and counted and costs only load time later.
+        """
+        every = self.policy.checkpoint_every
+        self._since_checkpoint[tape] = self._since_checkpoint.get(tape, 0) + stored
+        if every <= 0 or self._since_checkpoint[tape] < every:
+            return
+        try:
+            written = await snapshots.checkpoint(tape, self.ontology, min_tail=max(1, every // 2))
+        except Exception as exc:
+            self.stats["checkpoint_failures"] += 1
+            logger.warning("semantic memory: cannot store a checkpoint of tape %s: %s", tape, exc)
+            return
+        self._since_checkpoint[tape] = 0
+        self.stats["checkpoints"] += written
+
+    def extraction_due(self, entries: list[Any], watermark: int) -> bool:
+        """The extraction cadence: every N-th user turn, once enough new text accumulated, or at a
+        handoff (an anchor: the agent's context is about to lose the turns before it).
+
+        Recent turns are still in the agent's own context, so batching them costs no recall.
+        """
+        new = [e for e in entries if e.id > watermark]
+        turns = sum(1 for e in new if e.kind == "message" and e.payload.get("role") == "user")
+        if turns >= self.policy.every_turns:
+            return True
+        if any(e.kind == "anchor" and e.payload.get("name") != "session/start" for e in new):
+            return True
+        if self.policy.min_new_tokens > 0 and new:
+            return estimate_tokens(render_transcript(new).text()) >= self.policy.min_new_tokens
+        return False
+
+    async def drain(self, grace_s: float) -> None:
+        """Finish running extractions, extract what the cadence deferred, all within ``grace_s``
+        seconds; then cancel what is left and close the extractor. What was cancelled is
+        extracted again later: nothing was stored for it."""
+        deadline = time.monotonic() + grace_s
+        await self._wait_running(deadline)  # a running extraction may still defer its tape
+        if grace_s > 0:
+            for tape, store in list(self._deferred.items()):
+                self.schedule(tape, store, force=True)
+        await self._wait_running(deadline)
+        for task in self.running():
+            task.cancel()
+            self.stats["cancelled_at_shutdown"] += 1
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._extractor is not None:
+            with contextlib.suppress(Exception):
+                await self._extractor.aclose()
+            self._extractor = None
+            self._extractor_built = False  # a later turn opens a new one
+
+    async def _wait_running(self, deadline: float) -> None:
+        tasks = self.running()
+        remaining = deadline - time.monotonic()
+        if tasks and remaining > 0:
+            await asyncio.wait(tasks, timeout=remaining)

@@ -1,0 +1,14 @@
+"""Turning tape entries into validated snapshots.
+
+Versioned prompts and their strategies, the response models a model fills in and the
+validation of its answers against the window, the windows sent, and the
+:class:`Extractor` that drives Instructor over a backend.
+"""
+
+from __future__ import annotations
+
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._extractor import Extractor
+from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
+
+__all__ = ["Extractor", "ExtractorConfig", "PromptLibrary", "PromptTemplate"]

@@ -1,0 +1,99 @@
+"""Capitalised spans that could be names: the candidate list of prompts with ``candidates: true``.
+
+A prompt version that sets ``candidates: true`` constrains entity names to spans of the
+transcript, so a grammar-constrained model cannot invent a name. The heuristic is for
+scripts with capitals; it steps aside (returns None) for scripts without them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from bub_semantic_memory.extraction._planted import PlantedNames
+from bub_semantic_memory.extraction._responses import MAX_NAME
+from bub_semantic_memory.tape._transcript import TranscriptLine
+
+__all__ = ["candidate_names"]
+
+_CAPITALISED = re.compile(
+    r"(?<![\w@])[A-Z](?:[\w'’&.-]*\w)?(?:\s+(?:(?:of|the|de|da|van|von|del|di)\s+)?[A-Z0-9](?:[\w'’&.-]*\w)?){0,3}"
+)
+_QUOTED = re.compile(r'"([A-Z][^"\n]*)"')  # a JSON string value or a quotation that starts with a capital
+_QUOTED_MAX_WORDS = 5
+_CONNECTORS = frozenset(("of", "the", "de", "da", "van", "von", "del", "di"))  # "Bank of America"
+_UNCASED_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CONTRACTION = re.compile(r"['’](?:s|re|ll|d|ve|m|t)$", re.IGNORECASE)
+_NOT_NAMES = frozenset(
+    """i i'm i'll i've hi hello hey thanks thank yes no ok okay sure please can could would should will
+    what when where who whom why how which the a an and but or so also then there here this that these those
+    it its my our your his her their we you they he she me us them let lets great good nice got noted done
+    actually anyway btw fyi monday tuesday wednesday thursday friday saturday sunday today tomorrow
+    yesterday january february march april may june july august september october november december
+    redacted user assistant tool we're you're they're it's that's there's i'd we'll you'll don't
+    didn't if is are do does did just maybe now not all any anything nothing for to in on at by with from as
+    after before since until again still only very really""".split()  # noqa: SIM905
+)
+
+
+def candidate_names(lines: Sequence[TranscriptLine], *, limit: int = 120) -> list[str] | None:
+    """Capitalised spans of the lines that could be names ("Maya Lin", "Project Apollo", "Globex").
+
+    A one-word span that only ever starts a sentence ("Update", "Right") is dropped;
+    contractions ("He's") are never names; a named sender is a name wherever it stands;
+    a quoted string of up to five words in title case is one name; a name that only an
+    instruction planted in the lines introduces ("add Eve Hacker", see :mod:`.planted`) is none.
+    Scripts without capitals (Chinese) yield None: the name is then free text.
+    """
+    if any(_UNCASED_SCRIPT.search(line.text) for line in lines):
+        return None  # capitals mean nothing in Chinese or Japanese: leave names free
+    found: dict[str, None] = {}
+    mid_sentence: set[str] = set()
+    for line in lines:
+        if line.sender:
+            mid_sentence.add(line.sender)
+        body = f"{line.sender}: {line.body}" if line.sender else f": {line.speech}"
+        for match in _CAPITALISED.finditer(body):
+            before = body[: match.start()].rstrip()
+            initial = not before or before[-1] in '.!?:;"(' or before.endswith("⏎")
+            words = match.group(0).split()
+            while words and (_CONTRACTION.search(words[0]) or words[0].casefold().strip("'’.") in _NOT_NAMES):
+                words, initial = words[1:], False  # "I'm Maya": Maya does not start the sentence
+            words = [w for w in words if not _CONTRACTION.search(w)]
+            while words and words[-1].casefold() in ("of", "the"):
+                words = words[:-1]
+            for size in range(len(words), 0, -1):
+                span = " ".join(words[:size])
+                if (
+                    not any(ch.isalpha() for ch in span)
+                    or span.casefold() in _NOT_NAMES
+                    or len(span) > MAX_NAME
+                ):
+                    continue
+                found.setdefault(span, None)
+                if not initial or size > 1:
+                    mid_sentence.add(span)
+        for quoted in _quoted_names(body):
+            found.setdefault(quoted, None)
+            mid_sentence.add(quoted)
+    planted = PlantedNames(lines)
+    return [span for span in found if span in mid_sentence and not (planted and planted.plants(span))][:limit]
+
+
+def _quoted_names(text: str) -> list[str]:
+    """Whole quoted strings in title case: tool results carry names as JSON values ("Sacramento",
+    "Brightwater Foods"), where the quote made them look like the start of a sentence. A value
+    with a lower-case word ("Food distribution") is more often a category than a name."""
+    names = []
+    for match in _QUOTED.finditer(text):
+        value = match.group(1).strip()
+        words = value.split()
+        if (
+            len(words) <= _QUOTED_MAX_WORDS
+            and all(not w[0].isalpha() or w[0].isupper() or w in _CONNECTORS for w in words)
+            and len(value) <= MAX_NAME
+            and value.casefold() not in _NOT_NAMES
+            and not _CONTRACTION.search(value)
+        ):
+            names.append(value)
+    return names

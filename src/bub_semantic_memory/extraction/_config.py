@@ -1,0 +1,202 @@
+"""One frozen description of an extractor, and the bounds of its calls resolved for a backend.
+
+Every entry point builds exactly one :class:`ExtractorConfig` from what it reads (CLI
+options, the plugin's settings, eval options) and hands it down whole; nothing below
+the entry point re-reads settings. A setting left at ``None`` means "the backend's
+default", and those defaults are decided in one place, :meth:`ExtractorConfig.resolve`,
+from the :class:`~bub_semantic_memory.backends.BackendTraits` the backend declares: a model
+in this process gets one re-ask, a long deadline, a smaller output cap and windows that fit
+its context; a hosted endpoint gets the documented transport bounds. The plugin, the CLI
+and the evals therefore run the same bounds for the same model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bub_semantic_memory._errors import ConfigurationError
+from bub_semantic_memory.backends._specs import open_backend
+from bub_semantic_memory.backends._transport import BackendTraits, ChatBackend, RetryPolicy
+from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.tape._redact import Redactor
+from bub_semantic_memory.tape._transcript import LineLimits
+
+__all__ = ["MODES", "CallBounds", "ExtractorConfig"]
+
+MODES = ("tools", "json_schema", "md_json", "json")
+_IN_PROCESS_RETRY = RetryPolicy(reasks=1, deadline_s=600.0)
+_IN_PROCESS_OUTPUT_TOKENS = 1024
+_HOSTED_OUTPUT_TOKENS = 2048
+_DEFAULT_CHUNK_TOKENS = 3000
+_FITTED_CHUNK_TOKENS = 1500  # small models extract better (and a CPU answers sooner) from short windows
+_MIN_CHUNK_TOKENS = 300
+# A generous estimate of a prompt's fixed part (instructions, ontology) in tokens, and of
+# one listed known entity; a window is planned within what is left of the context.
+_PROMPT_OVERHEAD_TOKENS = 2000
+_KNOWN_ENTITY_TOKENS = 12
+_BOUND = {"bound": True}
+"""Field metadata of the settings :meth:`ExtractorConfig.resolve` turns into :class:`CallBounds`."""
+_NOT_AN_ANSWER_INPUT = {"answer": False}
+"""Field metadata of the settings that do not change what a model answers (where, with which key)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallBounds:
+    """The bounds every extraction call of one extractor runs under, resolved for its backend.
+
+    Attributes:
+        retry: re-asks, transport attempts, request cap, deadline and timeouts.
+        max_output_tokens: ``max_tokens`` of each request.
+        chunk_tokens: estimated tokens of new transcript per call.
+    """
+
+    retry: RetryPolicy
+    max_output_tokens: int
+    chunk_tokens: int
+
+
+def _resolve_mode(mode: str) -> str:
+    key = mode.strip().lower().replace("-", "_")
+    if key not in MODES:
+        raise ConfigurationError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
+    return key
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtractorConfig:
+    """Everything an :class:`~bub_semantic_memory.extraction.Extractor` needs to know.
+
+    Attributes:
+        model: the model name at the endpoint, or a local spec (``local``, ``local:<name>``,
+            ``local:/path/model.gguf``; see :mod:`bub_semantic_memory.backends`).
+        base_url: OpenAI-compatible endpoint (``None``: OpenAI's).
+        api_key: the endpoint's key (never shown in ``repr``).
+        mode: ``tools`` (default), ``json_schema``, ``md_json`` or ``json``.
+        prompt: a prompt reference (``extract@2``; ``extract`` is the promoted version) or a
+            loaded :class:`PromptTemplate` (an eval with a substituted ontology).
+        prompts_dir: where references are looked up (``None``: the bundled prompts).
+        retry: the whole retry policy (back-off times included; ``None``: the backend's).
+        reasks, transport_attempts, deadline_s, request_timeout_s: single bounds of the retry
+            policy, applied over it (``None``: as the policy has them).
+        chunk_tokens: estimated tokens of new transcript per call (``None``: 3000, or what
+            fits a backend with a known context size).
+        max_output_tokens: ``max_tokens`` of each request (``None``: the backend's default).
+        overlap_lines, overlap_tokens: earlier context shown with each window (already extracted).
+        max_known_entities: known entities listed in the prompt.
+        temperature: sampling temperature.
+        redact_patterns, redact_allowlist: extra secret patterns, and finds to keep (full matches).
+        line_limits: per-entry character caps of the rendered transcript.
+    """
+
+    model: str
+    base_url: str | None = field(default=None, metadata=_NOT_AN_ANSWER_INPUT)
+    api_key: str | None = field(default=None, repr=False, metadata=_NOT_AN_ANSWER_INPUT)
+    mode: str = "tools"
+    prompt: str | PromptTemplate = field(default="extract", metadata=_NOT_AN_ANSWER_INPUT)
+    prompts_dir: Path | None = field(default=None, metadata=_NOT_AN_ANSWER_INPUT)
+    retry: RetryPolicy | None = field(default=None, metadata=_BOUND)
+    reasks: int | None = field(default=None, metadata=_BOUND)
+    transport_attempts: int | None = field(default=None, metadata=_BOUND)
+    deadline_s: float | None = field(default=None, metadata=_BOUND)
+    request_timeout_s: float | None = field(default=None, metadata=_BOUND)
+    chunk_tokens: int | None = field(default=None, metadata=_BOUND)
+    max_output_tokens: int | None = field(default=None, metadata=_BOUND)
+    overlap_lines: int = 4
+    overlap_tokens: int = 250
+    max_known_entities: int = 20
+    temperature: float = 0.0
+    redact_patterns: tuple[str, ...] = ()
+    redact_allowlist: tuple[str, ...] = ()
+    line_limits: LineLimits | None = None
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ConfigurationError("no model given: pass --model (or set BUB_SEMANTIC_MEMORY_MODEL)")
+        object.__setattr__(self, "mode", _resolve_mode(self.mode))
+        object.__setattr__(self, "redact_patterns", tuple(self.redact_patterns))
+        object.__setattr__(self, "redact_allowlist", tuple(self.redact_allowlist))
+
+    def resolve(self, traits: BackendTraits) -> CallBounds:
+        """The bounds of every call for a backend with ``traits``: the one place defaults are decided.
+
+        What is set here wins; what is ``None`` takes the backend's default. A model in
+        this process answers in seconds of CPU per request under a grammar that already
+        keeps it schema-valid, so it gets one re-ask, a 600 s deadline and a 1,024-token
+        output cap; a hosted endpoint gets :class:`RetryPolicy`'s bounds and 2,048 tokens.
+        Windows fit the backend's context when it is known.
+        """
+        base = self.retry or (_IN_PROCESS_RETRY if traits.in_process else RetryPolicy())
+        changes: dict[str, Any] = {
+            name: value
+            for name, value in (
+                ("reasks", self.reasks),
+                ("transport_attempts", self.transport_attempts),
+                ("deadline_s", self.deadline_s),
+                ("request_timeout_s", self.request_timeout_s),
+            )
+            if value is not None
+        }
+        output = self.max_output_tokens or (
+            _IN_PROCESS_OUTPUT_TOKENS if traits.in_process else _HOSTED_OUTPUT_TOKENS
+        )
+        return CallBounds(
+            retry=dataclasses.replace(base, **changes),
+            max_output_tokens=output,
+            chunk_tokens=self.chunk_tokens or self._fitting_chunk_tokens(traits.context_tokens, output),
+        )
+
+    def _fitting_chunk_tokens(self, context_tokens: int | None, output_tokens: int) -> int:
+        """New transcript per call: 3000 tokens, or what fits a backend whose context is known.
+
+        A window must fit beside the prompt's fixed part, the overlap, the known entities
+        and the answer; a local model opened with a small context would otherwise reject
+        the request ("Requested tokens exceed context window").
+        """
+        if context_tokens is None:
+            return _DEFAULT_CHUNK_TOKENS
+        budget = context_tokens - output_tokens - _PROMPT_OVERHEAD_TOKENS - self.overlap_tokens
+        budget -= self.max_known_entities * _KNOWN_ENTITY_TOKENS
+        return max(_MIN_CHUNK_TOKENS, min(_FITTED_CHUNK_TOKENS, budget))
+
+    def answer_inputs(self) -> dict[str, Any]:
+        """The settings that decide what the model answers, besides the bounds and the prompt.
+
+        Derived from the fields: every field counts unless it is marked as resolved into
+        :class:`CallBounds` (those count through :meth:`resolve`) or as no input of an answer
+        (endpoint, key, prompt reference and directory). A new setting therefore counts until
+        it is marked otherwise. Eval cache keys are built from this.
+        """
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.metadata.get("answer", True) and not f.metadata.get("bound", False)
+        }
+
+    def open_backend(self, *, http_client: Any = None, models_dir: Path | None = None) -> ChatBackend:
+        """The backend that answers :attr:`model` (see :func:`~bub_semantic_memory.backends.open_backend`)."""
+        return open_backend(
+            self.model,
+            base_url=self.base_url,
+            api_key=self.api_key,
+            http_client=http_client,
+            models_dir=models_dir,
+        )
+
+    def library(self) -> PromptLibrary:
+        """The prompt library references are resolved in."""
+        return PromptLibrary(self.prompts_dir)
+
+    def load_prompt(self) -> PromptTemplate:
+        """The prompt version to extract with (loaded and hash-checked)."""
+        return self.prompt if isinstance(self.prompt, PromptTemplate) else self.library().load(self.prompt)
+
+    def redactor(self) -> Redactor:
+        """The secret redactor for everything rendered (on by default)."""
+        return Redactor(list(self.redact_patterns), allowlist=list(self.redact_allowlist))
+
+    def replace(self, **changes: object) -> ExtractorConfig:
+        """A copy with ``changes`` applied (validated again)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,603 @@
+"""The extractor: tape entries in, validated snapshots out.
+
+Instructor drives the model through function calling (or JSON modes) against any
+OpenAI-compatible endpoint or the in-process local backend. Each window of new
+entries becomes one extraction call:
+
+1. render the prompt version with the window, a little earlier context and the
+   tape's known entities (so the model reuses keys instead of inventing duplicates);
+2. send it through :func:`.transport.send_with_retries` (transport retries);
+3. validate the answer against a :class:`.schema.ValidationScope`; a violation is
+   re-asked with the error, at most ``RetryPolicy.reasks`` times;
+4. return a :class:`.models.Snapshot` with the usage of every attempt.
+
+When the re-asks run out on an answer that still breaks a rule, the items that pass
+every rule are kept and the others dropped, each with the validator's reason on the
+snapshot (:attr:`.models.Snapshot.dropped`): a bad relation costs that relation, not the
+window. Other failures raise a typed :class:`.errors.ExtractionError` carrying the
+cause and the usage; the extractor never returns an empty snapshot as if nothing had
+been said. Output cut at the token limit (however it shows: a ``length`` finish, or
+JSON that ends mid-way) is extracted again in halves of the window.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import instructor
+from instructor.core import IncompleteOutputException, InstructorRetryException
+from openai.types.chat import ChatCompletion
+from pydantic import ValidationError
+
+from bub_semantic_memory._errors import (
+    ExtractionError,
+    OutputTruncatedError,
+    TransportError,
+    ValidationExhaustedError,
+)
+from bub_semantic_memory._models import Entity, Relation, Snapshot, Usage, normalize_name
+from bub_semantic_memory.backends._transport import (
+    CallLedger,
+    ChatBackend,
+    EndpointFailure,
+    send_with_retries,
+)
+from bub_semantic_memory.extraction._candidates import candidate_names
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._responses import (
+    MAX_CLASSIFIED,
+    Constraints,
+    ExtractionResponse,
+    build_classification_model,
+    build_entities_model,
+    build_phrases_model,
+    build_relations_model,
+    build_response_model,
+    leftover_names,
+)
+from bub_semantic_memory.extraction._strategies import Step
+from bub_semantic_memory.extraction._validation import (
+    KnownEntity,
+    Salvage,
+    ValidationScope,
+    salvage,
+    validation_scope,
+)
+from bub_semantic_memory.extraction._window import Window, plan_windows
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.tape._transcript import coerce_entries
+
+__all__ = ["Extractor"]
+
+logger = logging.getLogger(__name__)
+
+_INSTRUCTOR_MODES: dict[str, instructor.Mode] = {
+    "tools": instructor.Mode.TOOLS,
+    "json_schema": instructor.Mode.JSON_SCHEMA,
+    "md_json": instructor.Mode.MD_JSON,
+    "json": instructor.Mode.JSON,
+}
+_MAX_SPLIT_DEPTH = 3
+
+
+class Extractor:
+    """Extract entities and relations from tape entries with one prompt version and one model.
+
+    Args:
+        config: model, prompt and bounds (see :class:`~bub_semantic_memory.extraction.ExtractorConfig`).
+        backend: a ready :class:`ChatBackend` (tests, a local model shared by several
+            extractors); default: the one :func:`~bub_semantic_memory.backends._specs.open_backend`
+            opens for ``config.model``.
+    """
+
+    def __init__(self, config: ExtractorConfig, *, backend: ChatBackend | None = None) -> None:
+        self.config = config
+        self.model = config.model
+        self.mode = config.mode
+        self.prompt = config.load_prompt()
+        self.redactor = config.redactor()
+        self.backend = backend or config.open_backend()
+        self.traits = self.backend.traits
+        self.bounds = config.resolve(self.traits)
+        self.retry = self.bounds.retry
+
+    @property
+    def chunk_tokens(self) -> int:
+        """Estimated tokens of new transcript per call (see :meth:`ExtractorConfig.resolve`)."""
+        return self.bounds.chunk_tokens
+
+    @property
+    def max_output_tokens(self) -> int:
+        """``max_tokens`` of each request (see :meth:`ExtractorConfig.resolve`)."""
+        return self.bounds.max_output_tokens
+
+    async def aclose(self) -> None:
+        """Release the backend's connections (or model)."""
+        await self.backend.aclose()
+
+    async def __aenter__(self) -> Extractor:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # -- whole tapes ---------------------------------------------------------------
+
+    async def extract(
+        self,
+        entries: Iterable[Any],
+        *,
+        tape: str,
+        memory: MemoryGraph | None = None,
+    ) -> list[Snapshot]:
+        """Extract every window after the memory's watermark; see :meth:`iter_extract`."""
+        return [snapshot async for snapshot in self.iter_extract(entries, tape=tape, memory=memory)]
+
+    async def iter_extract(
+        self,
+        entries: Iterable[Any],
+        *,
+        tape: str,
+        memory: MemoryGraph | None = None,
+    ) -> AsyncIterator[Snapshot]:
+        """Yield one snapshot per window of entries after ``memory.watermark``, in tape order.
+
+        Store each snapshot as it comes: if a later window fails, the earlier ones are
+        kept and the watermark stops right before the failed window.
+
+        Raises:
+            ExtractionError: a window could not be extracted within the bounds.
+        """
+        tape_entries, _ = coerce_entries(entries)
+        plan = plan_windows(
+            tape_entries,
+            watermark=memory.watermark if memory is not None else 0,
+            chunk_tokens=self.chunk_tokens,
+            overlap_lines=self.config.overlap_lines,
+            overlap_tokens=self.config.overlap_tokens,
+            limits=self.config.line_limits,
+            redact=self.redactor,
+        )
+        learned: dict[str, KnownEntity] = {}
+        for window in plan.windows:
+            async for snapshot in self._extract_splitting(window, tape=tape, memory=memory, learned=learned):
+                for entity in snapshot.entities:
+                    learned[entity.key] = KnownEntity.of(entity)
+                yield snapshot
+
+    async def _extract_splitting(
+        self,
+        window: Window,
+        *,
+        tape: str,
+        memory: MemoryGraph | None,
+        learned: dict[str, KnownEntity],
+        depth: int = 0,
+        carried: Usage | None = None,
+    ) -> AsyncIterator[Snapshot]:
+        try:
+            snapshot = await self.extract_window(window, tape=tape, memory=memory, learned=learned)
+        except (OutputTruncatedError, ValidationExhaustedError) as exc:
+            # Too much to say for one answer (cut at the token limit, or more items than
+            # the schema allows): say it in two halves.
+            too_much = isinstance(exc, OutputTruncatedError) or exc.too_many_items
+            halves = window.split() if too_much else None
+            if halves is None or depth >= _MAX_SPLIT_DEPTH:
+                raise _charged(exc, carried) from exc.__cause__
+            logger.info(
+                "too much to extract at once from entries %d-%d; extracting each half",
+                window.first_entry_id,
+                window.last_entry_id,
+            )
+            cost = exc.usage + (carried or Usage())
+            for index, half in enumerate(halves):
+                async for part in self._extract_splitting(
+                    half,
+                    tape=tape,
+                    memory=memory,
+                    learned=learned,
+                    depth=depth + 1,
+                    carried=cost if index == 0 else None,
+                ):
+                    yield part
+            return
+        except ExtractionError as exc:
+            raise _charged(exc, carried) from exc.__cause__
+        if carried is not None:
+            snapshot = snapshot.model_copy(update={"usage": snapshot.usage + carried})
+        yield snapshot
+
+    # -- one window ----------------------------------------------------------------
+
+    async def extract_window(
+        self,
+        window: Window,
+        *,
+        tape: str,
+        memory: MemoryGraph | None = None,
+        learned: Mapping[str, KnownEntity] | None = None,
+    ) -> Snapshot:
+        """Extract one window into a snapshot (a window without conversation needs no model call)."""
+        entities: list[Entity] = []
+        relations: list[Relation] = []
+        ledger = CallLedger(self.retry)
+        if window.lines:
+            known = _known_entities(memory, learned or {})
+            listed = self._listed_known(memory, learned or {}, window)
+            call = _WindowCall(
+                window=window,
+                listed=listed,
+                ledger=ledger,
+                scope=self._scope(window, known),
+                constraints=self._constraints(window, listed),
+            )
+            for step in self.prompt.steps:
+                await _STEP_CALLS[step](self, call)
+            entities, relations = call.entities, call.relations
+        usage = ledger.finish()
+        return Snapshot(
+            tape=tape,
+            first_entry_id=window.first_entry_id,
+            last_entry_id=window.last_entry_id,
+            prompt=self.prompt.ref,
+            model=self.model,
+            mode=self.mode,
+            usage=usage,
+            entities=tuple(self._redacted(e) for e in entities),
+            relations=tuple(relations),
+            dropped=tuple(self.redactor(reason) for reason in ledger.dropped),
+        )
+
+    def _redacted(self, entity: Entity) -> Entity:
+        """The model only saw redacted text, but a secret must never be stored even if one slips through."""
+        attributes = {k: self.redactor(v) for k, v in entity.attributes.items()}
+        aliases = tuple(self.redactor(a) for a in entity.aliases)
+        if attributes == entity.attributes and aliases == entity.aliases:
+            return entity
+        return entity.model_copy(update={"attributes": attributes, "aliases": aliases})
+
+    def _listed_known(
+        self, memory: MemoryGraph | None, learned: Mapping[str, KnownEntity], window: Window
+    ) -> list[KnownEntity]:
+        """Known entities shown in the prompt: those the window names first, then the most recent."""
+        picked: dict[str, KnownEntity] = {}
+        for key, known in learned.items():
+            picked.setdefault(key, known)
+        if memory is not None and len(memory):
+            text = "\n".join([window.context.text(), window.lines.text()])
+            for key in [*memory.named_in(text), *memory.ranked_keys()]:
+                if len(picked) >= self.config.max_known_entities:
+                    break
+                entity = memory.entity(key)
+                if entity is not None and entity.key not in picked:
+                    picked[entity.key] = KnownEntity.of(entity)
+        return list(picked.values())[: self.config.max_known_entities]
+
+    def _scope(self, window: Window, known: dict[str, KnownEntity]) -> ValidationScope:
+        return ValidationScope(ontology=self.prompt.ontology, lines=window.all_lines(), known=known)
+
+    def _messages(self, window: Window, listed: Sequence[KnownEntity], **extra: Any) -> list[dict[str, str]]:
+        return self.prompt.render(
+            transcript=window.lines.text(),
+            context=window.context.text(),
+            known_entities=list(listed),
+            first_entry_id=window.first_entry_id,
+            last_entry_id=window.last_entry_id,
+            **extra,
+        )
+
+    async def _single(
+        self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
+    ) -> tuple[list[Entity], list[Relation]]:
+        messages = self._messages(window, listed, step="all", entities=[])
+        model = build_response_model(
+            self.prompt.ontology,
+            reasoning=self.prompt.reasoning,
+            constraints=self._constraints(window, listed),
+        )
+        response = await self._ask(model, messages, self._scope(window, known), ledger)
+        return response.resolved()
+
+    def _constraints(self, window: Window, listed: Sequence[KnownEntity]) -> Constraints:
+        """What the schema itself should enforce for this window.
+
+        Only a grammar-constrained backend (the local model) or a prompt with
+        ``candidates: true`` needs per-window enums (turn numbers, candidate names); for
+        an endpoint the validators enforce the same rules, and a fixed schema is cheaper.
+        """
+        if not (self.prompt.candidates or self.traits.grammar_constrained):
+            return Constraints()
+        turns = tuple(sorted({*window.context.entry_ids, *window.lines.entry_ids}))
+        if not self.prompt.candidates:
+            return Constraints(turns=turns)
+        spans = candidate_names(window.all_lines())
+        if spans is None:
+            return Constraints(turns=turns)
+        names = tuple(dict.fromkeys([*spans, *(k.name for k in listed)]))
+        # A grammar-constrained model must name one entity when the new lines hold a candidate;
+        # a window that names nothing new ("Where do I live?") may answer [] (context and
+        # memory supply names too, and forcing one of them failed such windows).
+        at_least = 1 if self.traits.grammar_constrained and candidate_names(window.lines.lines) else 0
+        return Constraints(turns=turns, names=names, at_least=at_least, phrase_types=self.prompt.phrase_types)
+
+    # -- the steps of a strategy (see _strategies.Step), one method each ---------------------
+
+    async def _call_all(self, call: _WindowCall) -> None:
+        """Entities and relations in one answer."""
+        messages = self._messages(call.window, call.listed, step=Step.ALL, entities=[])
+        model = build_response_model(
+            self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=call.constraints
+        )
+        response = await self._ask(model, messages, call.scope, call.ledger)
+        call.entities, call.relations = response.resolved()
+
+    async def _call_entities(self, call: _WindowCall) -> None:
+        """The entities of the window; the phrase types wait for their own step when one follows."""
+        constraints = call.constraints
+        if self._phrases_apart(constraints):
+            constraints = dataclasses.replace(constraints, phrase_types=())
+        model = build_entities_model(
+            self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=constraints
+        )
+        await self._first_listing(call, Step.ENTITIES, model)
+
+    async def _call_classify(self, call: _WindowCall) -> None:
+        """Every candidate name typed or ``none``; listed as entities where there are no
+        candidates (Chinese) or more than one call may type."""
+        names = call.constraints.names or ()
+        if not 0 < len(names) <= MAX_CLASSIFIED:
+            await self._call_entities(call)
+            return
+        model = build_classification_model(self.prompt.ontology, names)
+        await self._first_listing(call, Step.CLASSIFY, model)
+
+    async def _first_listing(
+        self, call: _WindowCall, step: Step, response_model: type[ExtractionResponse]
+    ) -> None:
+        names = list(call.constraints.names or ())
+        messages = self._messages(call.window, call.listed, step=step, entities=[], candidates=names)
+        found = await self._ask(response_model, messages, call.scope, call.ledger)
+        call.entities, _ = found.resolved()
+
+    def _phrases_apart(self, constraints: Constraints) -> bool:
+        return Step.PHRASES in self.prompt.steps and bool(constraints.phrase_types)
+
+    async def _call_phrases(self, call: _WindowCall) -> None:
+        """Tasks and events named by a phrase, not yet listed, in a call of their own.
+
+        Phrases add to what the entities call found (see :meth:`_ask_after_entities`). A
+        phrase that is a candidate name in lower case ("ivan petrov", "lyon") is that name,
+        not a task or event, and is dropped with its reason.
+        """
+        if not self._phrases_apart(call.constraints):
+            return
+        messages = self._messages(call.window, call.listed, step=Step.PHRASES, entities=call.entities)
+        found = await self._ask_after_entities(
+            Step.PHRASES, build_phrases_model(call.constraints), messages, call.scope, call.ledger
+        )
+        if found is None:
+            return
+        listed_keys = {entity.key for entity in call.entities}
+        names = {normalize_name(name) for name in call.constraints.names or ()}
+        for entity in found.resolved()[0]:
+            if normalize_name(entity.name) in names:
+                call.ledger.dropped.append(
+                    f"phrase {entity.name!r} ({entity.type}) is a candidate name in lower case"
+                )
+            elif entity.key not in listed_keys:
+                call.entities.append(entity)
+
+    async def _call_sweep(self, call: _WindowCall) -> None:
+        """A type or none for each candidate name the entities call left out.
+
+        A small model that lists entities stops after the first few; typing every
+        candidate instead (``classify``) finds more but types parts of names and common
+        words. Here only the leftovers are typed: names already listed, known, or a word
+        sequence inside or around one of those ("Klaus" beside "Klaus Becker") are not asked,
+        and one call types at most :data:`MAX_CLASSIFIED` (the rest are counted as dropped).
+        """
+        leftovers = leftover_names(call.constraints.names or (), [*call.entities, *call.listed])
+        if not leftovers:
+            return
+        if len(leftovers) > MAX_CLASSIFIED:
+            call.ledger.dropped.append(
+                f"sweep: {len(leftovers) - MAX_CLASSIFIED} candidate name(s) after the first "
+                f"{MAX_CLASSIFIED} were not typed"
+            )
+            leftovers = leftovers[:MAX_CLASSIFIED]
+        messages = self._messages(
+            call.window, call.listed, step=Step.SWEEP, entities=call.entities, candidates=leftovers
+        )
+        model = build_classification_model(self.prompt.ontology, tuple(leftovers))
+        found = await self._ask_after_entities(Step.SWEEP, model, messages, call.scope, call.ledger)
+        if found is None:
+            return
+        listed_keys = {entity.key for entity in call.entities}
+        call.entities += [entity for entity in found.resolved()[0] if entity.key not in listed_keys]
+
+    async def _call_relations(self, call: _WindowCall) -> None:
+        """Relations typed by the ontology over the entities found (and the known ones listed)."""
+        if not call.entities:
+            return
+        found = {e.key: KnownEntity.of(e) for e in call.entities}
+        endpoints = {k.name: k.type for k in call.listed if k.key not in found}
+        endpoints.update({e.name: e.type for e in call.entities})
+        model = build_relations_model(self.prompt.ontology, endpoints, turns=call.constraints.turns)
+        if model is None:
+            return
+        scope = dataclasses.replace(call.scope, known={**call.scope.known, **found})
+        messages = self._messages(call.window, call.listed, step=Step.RELATIONS, entities=call.entities)
+        linked = await self._ask_after_entities(Step.RELATIONS, model, messages, scope, call.ledger)
+        call.relations = linked.resolved()[1] if linked is not None else []
+
+    async def _ask_after_entities(
+        self,
+        step: Step,
+        response_model: type[ExtractionResponse],
+        messages: list[dict[str, str]],
+        scope: ValidationScope,
+        ledger: CallLedger,
+    ) -> ExtractionResponse | Salvage | None:
+        """A call that adds to entities already found (phrases, swept names, relations).
+
+        When every re-ask still breaks a rule and nothing of the last answer validates, the
+        step's items are dropped with the reason and the window keeps its entities: a bad
+        relation costs relations, not the people and places found before it. Too many items
+        still raise, so the window is split.
+        """
+        try:
+            return await self._ask(response_model, messages, scope, ledger)
+        except ValidationExhaustedError as exc:
+            if exc.too_many_items:
+                raise
+            retried = exc.__cause__  # Instructor's retry error; its cause is the last answer's
+            problem = _summarise(retried.__cause__ if retried is not None else None)
+            ledger.dropped.append(f"{step}: every answer broke a rule; the last: {problem}")
+            return None
+
+    async def _ask(
+        self,
+        response_model: type[ExtractionResponse],
+        messages: list[dict[str, str]],
+        scope: ValidationScope,
+        ledger: CallLedger,
+    ) -> ExtractionResponse | Salvage:
+        async def send(**kwargs: Any) -> ChatCompletion:
+            timeout = self.retry.request_timeout_s
+            return await send_with_retries(ledger, lambda: self.backend.create(**kwargs, timeout=timeout))
+
+        create: Any = instructor.patch(create=send, mode=_INSTRUCTOR_MODES[self.mode])
+        attempts_before = ledger.usage.attempts
+        try:
+            with validation_scope(scope):  # not context=: Instructor would template the messages
+                result: ExtractionResponse = await create(
+                    response_model=response_model,
+                    messages=list(messages),
+                    max_retries=self.retry.reasks,
+                    model=self.model,
+                    temperature=self.config.temperature,
+                    max_tokens=self.max_output_tokens,
+                )
+        except Exception as exc:
+            ledger.usage.reasks += max(0, ledger.usage.attempts - attempts_before - 1)
+            failure = self._failure(exc, ledger)
+            kept = self._salvage(failure, response_model, scope, ledger)
+            if kept is None:
+                raise failure from exc
+            logger.info(
+                "kept %d item(s), dropped %d: %s",
+                len(kept.entities) + len(kept.relations),
+                len(kept.dropped),
+                "; ".join(kept.dropped)[:300],
+            )
+            ledger.dropped.extend(kept.dropped)
+            return kept
+        ledger.usage.reasks += max(0, ledger.usage.attempts - attempts_before - 1)
+        ledger.dropped.extend(result.dropped)
+        return result
+
+    def _salvage(
+        self,
+        failure: ExtractionError,
+        response_model: type[ExtractionResponse],
+        scope: ValidationScope,
+        ledger: CallLedger,
+    ) -> Salvage | None:
+        """What validates of the last answer, when the failure is a rule the answer kept breaking.
+
+        Truncated output and too many items are split instead; transport failures have no answer;
+        an answer with nothing valid in it is a failure, not an empty success.
+        """
+        if not isinstance(failure, ValidationExhaustedError) or failure.too_many_items:
+            return None
+        kept = salvage(response_model, ledger.last_output, scope)
+        if kept is None or not kept.dropped or not (kept.entities or kept.relations):
+            return None  # nothing valid to keep: the window failed
+        return kept
+
+    def _failure(self, exc: Exception, ledger: CallLedger) -> ExtractionError:
+        usage = ledger.finish()
+        details: dict[str, Any] = {
+            "usage": usage,
+            "model": self.model,
+            "attempts": usage.attempts,
+            "last_output": ledger.last_output,
+        }
+        cause: BaseException | None = exc.__cause__ if isinstance(exc, InstructorRetryException) else exc
+        if isinstance(exc, IncompleteOutputException) or _cut_json(cause):
+            return OutputTruncatedError(
+                f"the model stopped at its output limit ({self.max_output_tokens} tokens)", **details
+            )
+        if isinstance(cause, EndpointFailure):
+            return TransportError(cause.reason, **details)
+        if isinstance(exc, InstructorRetryException):
+            summary = _summarise(cause)
+            too_long = isinstance(cause, ValidationError) and any(
+                e.get("type") == "too_long" for e in cause.errors()
+            )
+            return ValidationExhaustedError(
+                f"no valid extraction after {usage.attempts} attempt(s); last problem: {summary}",
+                too_many_items=too_long,
+                **details,
+            )
+        return ExtractionError(f"extraction failed: {type(exc).__name__}: {exc}", **details)
+
+
+_STEP_CALLS: dict[Step, Callable[[Extractor, _WindowCall], Awaitable[None]]] = {
+    Step.ALL: Extractor._call_all,
+    Step.ENTITIES: Extractor._call_entities,
+    Step.CLASSIFY: Extractor._call_classify,
+    Step.PHRASES: Extractor._call_phrases,
+    Step.SWEEP: Extractor._call_sweep,
+    Step.RELATIONS: Extractor._call_relations,
+}
+"""How the extractor makes each kind of call a strategy lists."""
+
+
+@dataclass
+class _WindowCall:
+    """One window's extraction while its steps run: what every step reads, and what they found."""
+
+    window: Window
+    listed: list[KnownEntity]
+    ledger: CallLedger
+    scope: ValidationScope
+    constraints: Constraints
+    entities: list[Entity] = field(default_factory=list)
+    relations: list[Relation] = field(default_factory=list)
+
+
+def _cut_json(cause: BaseException | None) -> bool:
+    """Whether a validation error says the JSON ended mid-way: output cut at the token limit
+    by an endpoint that did not report ``finish_reason: length``."""
+    if not isinstance(cause, ValidationError):
+        return False
+    errors = cause.errors()
+    return any(e.get("type") == "json_invalid" and "EOF while parsing" in str(e.get("msg")) for e in errors)
+
+
+def _charged(error: ExtractionError, carried: Usage | None) -> ExtractionError:
+    """``error`` with the cost of the truncated attempts that led to it added to its usage."""
+    return error if carried is None else error.charged(carried)
+
+
+def _summarise(cause: BaseException | None) -> str:
+    """The validation problems of the last attempt, in one line."""
+    if isinstance(cause, ValidationError):
+        messages = [str(error.get("msg", "")).replace("Value error, ", "") for error in cause.errors()[:3]]
+        return " | ".join(" ".join(m.split()) for m in messages)[:500]
+    text = " ".join(str(cause).split()) if cause is not None else ""
+    return (text or type(cause).__name__)[:500]
+
+
+def _known_entities(memory: MemoryGraph | None, learned: Mapping[str, KnownEntity]) -> dict[str, KnownEntity]:
+    known: dict[str, KnownEntity] = {}
+    if memory is not None:
+        for entity in memory.entities():
+            known[entity.key] = KnownEntity.of(entity)
+    known.update(learned)
+    return known

@@ -1,0 +1,400 @@
+"""What the model fills in: response models built from an ontology and a window's constraints.
+
+The response models are separate from the storage model (:mod:`bub_semantic_memory._models`):
+they speak the model's language (names, turn numbers), and their validator hands each
+answer to :mod:`._validation`, which checks it against the window and resolves it into
+stored entities and relations. Types, enums and bounds are written into the JSON schema,
+which grammar-constrained backends enforce while decoding (and validators enforce for
+everyone else).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Annotated, Any, Literal, Union, cast
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    create_model,
+    model_validator,
+)
+
+from bub_semantic_memory._models import Entity, Relation, normalize_name
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.extraction._validation import (
+    KnownEntity,
+    ValidationScope,
+    current_scope,
+    resolve_answer,
+)
+
+__all__ = [
+    "MAX_CLASSIFIED",
+    "MAX_NAME",
+    "Constraints",
+    "ExtractionResponse",
+    "build_classification_model",
+    "build_entities_model",
+    "build_phrases_model",
+    "build_relations_model",
+    "build_response_model",
+    "leftover_names",
+]
+
+
+# Bounds on every list and string: a remote model that exceeds them is re-asked, and a
+# grammar-constrained local model cannot exceed them at all, which stops a small model
+# from rambling until its token limit.
+MAX_NAME = 80
+MAX_ALIASES = 5
+MAX_EVIDENCE = 8
+MAX_ATTRIBUTES = 5
+MAX_ENTITIES = 30
+MAX_RELATIONS = 40
+MAX_REASONING = 300
+MAX_PHRASE = 48  # a task or event named by a phrase ("book the hotel"): short, so a weak model cannot ramble
+_PHRASE_WORD = r'[^ ?!,;"\\\n]'
+PHRASE_PATTERN = rf"^[a-z0-9]{_PHRASE_WORD}*( {_PHRASE_WORD}+){{0,4}}$"
+"""A phrase name: up to five words, starting in lower case (capitalised names are candidates),
+no question, exclamation, comma or semicolon (a grammar turns this into decoding rules; the
+length bound does not survive that, the word bound does)."""
+MAX_CLASSIFIED = 40  # candidate names one classification call types; more: the entities are listed
+NOT_AN_ENTITY = "none"
+_EVIDENCE_HELP = "Turn numbers (the number in brackets) of the lines that state this."
+
+
+class _ResponseBase(BaseModel):
+    """Validation shared by every generated response model."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    _entities: list[Entity] = PrivateAttr(default_factory=list)
+    _relations: list[Relation] = PrivateAttr(default_factory=list)
+    _dropped: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="after")
+    def _validate_against_scope(self, info: ValidationInfo) -> _ResponseBase:
+        scope = (info.context or {}).get("scope") if isinstance(info.context, dict) else None
+        scope = scope if isinstance(scope, ValidationScope) else current_scope()
+        if not isinstance(scope, ValidationScope):
+            return self  # No scope (e.g. schema generation or a unit test of the shape only).
+        entities = [*getattr(self, "entities", []), *getattr(self, "phrases", [])]
+        resolved = resolve_answer(scope, entities, getattr(self, "relations", []))
+        self._entities, self._relations, self._dropped = (
+            resolved.entities,
+            resolved.relations,
+            resolved.dropped,
+        )
+        return self
+
+
+class ExtractionResponse(_ResponseBase):
+    """Static shape of a response, for typing; the real classes are built per ontology."""
+
+    def resolved(self) -> tuple[list[Entity], list[Relation]]:
+        """The validated storage entities and relations (keys and entry ids resolved)."""
+        return list(self._entities), list(self._relations)
+
+    @property
+    def dropped(self) -> list[str]:
+        """Items left out without a re-ask because leaving them out is the one right answer."""
+        return list(self._dropped)
+
+
+def _literal(values: list[str]) -> Any:
+    return Literal[tuple(values)]
+
+
+def _list_of(item: Any) -> Any:
+    return list[item]
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What one window allows, written into the response schema (grammar-constrained backends
+    enforce it while decoding; validators enforce it for everyone else).
+
+    Attributes:
+        turns: the turn numbers evidence may cite (empty: any integer).
+        names: entity names to pick from (None: free text; empty: nothing to name).
+        at_least: entities a listing must name (a grammar-constrained small model otherwise
+            takes the shortest path, ``[]``); set only when the new lines hold a candidate, so
+            a window that names nothing new can still answer ``[]``.
+        phrase_types: entity types whose names may also be a short phrase of the transcript
+            rather than a candidate ("book the hotel" as a task, "soft opening" as an event);
+            only with ``names`` (free-text names allow any phrase anyway).
+    """
+
+    turns: tuple[int, ...] = ()
+    names: tuple[str, ...] | None = None
+    at_least: int = 0
+    phrase_types: tuple[str, ...] = ()
+
+
+def _evidence_field(turns: tuple[int, ...]) -> tuple[Any, Any]:
+    item: Any = Literal[turns] if turns else int
+    return (_list_of(item), Field(default_factory=list, max_length=MAX_EVIDENCE, description=_EVIDENCE_HELP))
+
+
+def _entity_model(ontology: Ontology, constraints: Constraints) -> type[BaseModel]:
+    if constraints.names:
+        return _picked_entity_model(ontology, constraints)
+    return create_model(
+        "ExtractedEntity",
+        name=(
+            Annotated[str, Field(min_length=1, max_length=MAX_NAME)],
+            Field(description="The name exactly as written in the transcript."),
+        ),
+        type=_entity_type_field(list(ontology.entity_types)),
+        aliases=(
+            list[Annotated[str, Field(max_length=MAX_NAME)]],
+            Field(default_factory=list, max_length=MAX_ALIASES, description="Other names used for it."),
+        ),
+        attributes=(
+            dict[Annotated[str, Field(max_length=40)], Annotated[str, Field(max_length=MAX_NAME)]],
+            Field(
+                default_factory=dict,
+                max_length=MAX_ATTRIBUTES,
+                description="Short facts, e.g. role or due date.",
+            ),
+        ),
+        evidence=_evidence_field(constraints.turns),
+    )
+
+
+def _entity_type_field(types: list[str]) -> tuple[Any, Any]:
+    return (_literal(types), Field(description="One entity type of the list."))
+
+
+def _picked_entity_model(ontology: Ontology, constraints: Constraints) -> type[BaseModel]:
+    """Candidate mode (small models): names and aliases are picked, not written, and there
+    are no free-text attributes for a weak model to ramble in."""
+    names = list(constraints.names or ())
+    return create_model(
+        "ExtractedEntity",
+        name=(_literal(names), Field(description="The name exactly as written in the transcript.")),
+        type=_entity_type_field(list(ontology.entity_types)),
+        aliases=(_list_of(_literal(names)), Field(default_factory=list, max_length=3)),
+        evidence=_evidence_field(constraints.turns),
+    )
+
+
+def _phrase_entity_model(constraints: Constraints) -> type[BaseModel]:
+    """A task or event that no capitalised span names ("book the hotel"): a short phrase,
+    which the validators then require to occur in the transcript."""
+    return create_model(
+        "PhraseEntity",
+        name=(
+            Annotated[str, Field(min_length=3, max_length=MAX_PHRASE, pattern=PHRASE_PATTERN)],
+            Field(description="A short phrase copied from the transcript."),
+        ),
+        type=_entity_type_field(list(constraints.phrase_types)),
+        evidence=_evidence_field(constraints.turns),
+    )
+
+
+def _entity_fields(ontology: Ontology, constraints: Constraints, *, at_least: int = 0) -> dict[str, Any]:
+    """``entities`` and, with phrase types, ``phrases``: a separate list, so a minimum of
+    entities is always met by picking a candidate, never by inventing a phrase."""
+    most = MAX_ENTITIES if constraints.names is None else min(MAX_ENTITIES, len(constraints.names))
+    fields: dict[str, Any] = {
+        "entities": (
+            _list_of(_entity_model(ontology, constraints)),
+            Field(min_length=min(at_least, most), max_length=most),
+        )
+    }
+    if constraints.names is not None and constraints.phrase_types:
+        fields.update(_phrase_field(constraints))
+    return fields
+
+
+def _phrase_field(constraints: Constraints) -> dict[str, Any]:
+    return {
+        "phrases": (
+            _list_of(_phrase_entity_model(constraints)),
+            Field(  # required: a grammar-constrained model skips an optional list
+                max_length=MAX_ENTITIES,
+                description=f"Each {' or '.join(constraints.phrase_types)} that no candidate name names, "
+                "by a short lower-case phrase copied from the transcript.",
+            ),
+        )
+    }
+
+
+def _relation_model(ontology: Ontology, constraints: Constraints) -> type[BaseModel]:
+    endpoint: Any = Annotated[str, Field(max_length=MAX_NAME + 40)]
+    return create_model(
+        "ExtractedRelation",
+        source=(endpoint, Field(description="Entity name (or known key) the relation starts from.")),
+        type=(_literal(list(ontology.relation_types)), Field(description="One relation type of the list.")),
+        target=(endpoint, Field(description="Entity name (or known key) the relation points to.")),
+        evidence=_evidence_field(constraints.turns),
+    )
+
+
+def _reasoning_field() -> tuple[type[str], Any]:
+    return (
+        str,
+        Field(
+            max_length=MAX_REASONING, description="One or two sentences: who and what the turns are about."
+        ),
+    )
+
+
+@functools.lru_cache(maxsize=128)
+def build_response_model(
+    ontology: Ontology, *, reasoning: bool = False, constraints: Constraints | None = None
+) -> type[ExtractionResponse]:
+    """The single-call response model: (reasoning), entities, then relations."""
+    constraints = constraints or Constraints()
+    fields: dict[str, Any] = {}
+    if reasoning:
+        fields["reasoning"] = _reasoning_field()
+    fields.update(_entity_fields(ontology, constraints))
+    fields["relations"] = (_list_of(_relation_model(ontology, constraints)), Field(max_length=MAX_RELATIONS))
+    return cast("type[ExtractionResponse]", create_model("Extraction", __base__=ExtractionResponse, **fields))
+
+
+@functools.lru_cache(maxsize=128)
+def build_entities_model(
+    ontology: Ontology, *, reasoning: bool = False, constraints: Constraints | None = None
+) -> type[ExtractionResponse]:
+    """Step one of the two-step strategy: entities only, at least ``constraints.at_least`` of
+    them (with an empty candidate list nothing may be named)."""
+    constraints = constraints or Constraints()
+    fields: dict[str, Any] = {}
+    if reasoning:
+        fields["reasoning"] = _reasoning_field()
+    fields.update(_entity_fields(ontology, constraints, at_least=constraints.at_least))
+    return cast("type[ExtractionResponse]", create_model("Entities", __base__=ExtractionResponse, **fields))
+
+
+@functools.lru_cache(maxsize=128)
+def build_phrases_model(constraints: Constraints) -> type[ExtractionResponse]:
+    """The phrase step of the three-step strategy: only the ``phrases`` list (of
+    ``constraints.phrase_types``), which may be empty."""
+    fields = _phrase_field(constraints)
+    return cast("type[ExtractionResponse]", create_model("Phrases", __base__=ExtractionResponse, **fields))
+
+
+class ClassifiedResponse(ExtractionResponse):
+    """A classification answer: one field per candidate name, holding its type or ``none``.
+
+    Each field's alias is the candidate name, so the JSON object's keys are the names
+    and a grammar-constrained model visits every candidate in order (it cannot stop
+    after the first few, which is how a small model that lists entities loses recall).
+    """
+
+    @property
+    def entities(self) -> list[Any]:
+        """The typed candidates as entity items.
+
+        A name inside exactly one longer typed name ("Robert" in "Robert Castillo",
+        "Tidewater" in "Project Tidewater") becomes that one's alias, whatever type the
+        short form was given: out of context, the short form's type is the guess.
+        """
+        typed = {
+            str(info.alias): str(getattr(self, name))
+            for name, info in type(self).model_fields.items()
+            if getattr(self, name) != NOT_AN_ENTITY
+        }
+        owners = {name: _containing(name, typed) for name in typed}
+        return [
+            SimpleNamespace(
+                name=name,
+                type=kind,
+                aliases=[alias for alias, owner in owners.items() if owner == name],
+                evidence=[],
+            )
+            for name, kind in typed.items()
+            if owners[name] is None
+        ]
+
+
+def _containing(name: str, typed: Mapping[str, str]) -> str | None:
+    """The one longer typed candidate that contains ``name`` as whole words, if exactly one."""
+    words = normalize_name(name).split()
+    longer = [other for other in typed if other != name and _has_words(normalize_name(other).split(), words)]
+    return longer[0] if len(longer) == 1 else None
+
+
+def leftover_names(names: Sequence[str], taken: Sequence[Entity | KnownEntity]) -> list[str]:
+    """The names that are no taken name or alias, nor a run of whole words inside or around one."""
+    taken_words = [normalize_name(n).split() for t in taken for n in (t.name, *t.aliases)]
+    return [
+        name
+        for name in names
+        if not any(_overlap(normalize_name(name).split(), other) for other in taken_words)
+    ]
+
+
+def _overlap(words: list[str], other: list[str]) -> bool:
+    return words == other or _has_words(other, words) or _has_words(words, other)
+
+
+def _has_words(words: list[str], part: list[str]) -> bool:
+    return len(part) < len(words) and any(
+        words[i : i + len(part)] == part for i in range(len(words) - len(part) + 1)
+    )
+
+
+@functools.lru_cache(maxsize=128)
+def build_classification_model(ontology: Ontology, names: tuple[str, ...]) -> type[ExtractionResponse]:
+    """Step one of the ``classify`` strategy: every candidate name gets a type or ``none``.
+
+    ``names`` must be distinct; at most :data:`MAX_CLASSIFIED` of them.
+    """
+    choice = _literal([*ontology.entity_types, NOT_AN_ENTITY])
+    fields: dict[str, Any] = {f"candidate_{i}": (choice, Field(alias=name)) for i, name in enumerate(names)}
+    return cast(
+        "type[ExtractionResponse]",
+        create_model("Classification", __base__=ClassifiedResponse, **fields),
+    )
+
+
+def build_relations_model(
+    ontology: Ontology, endpoints: Mapping[str, str], *, turns: tuple[int, ...] = ()
+) -> type[ExtractionResponse] | None:
+    """Step two of the two-step strategy: relations typed by the ontology over known endpoints.
+
+    ``endpoints`` maps entity names to their types. Each relation type becomes its
+    own variant whose source and target are enums of the names of allowed types, so
+    a grammar-constrained backend can only emit relations the ontology allows between
+    entities that exist. The list is bounded by the number of endpoints (three
+    relations per entity at most), so a small model that starts repeating itself under
+    a grammar stops within a few items instead of at its output limit. Returns None
+    when no relation type fits the endpoints.
+    """
+    variants: list[Any] = []
+    for rel_name, rel in ontology.relation_types.items():
+        sources = sorted(n for n, t in endpoints.items() if not rel.source or t in rel.source)
+        targets = sorted(n for n, t in endpoints.items() if not rel.target or t in rel.target)
+        if not sources or not targets or len(set(sources) | set(targets)) < 2:
+            continue
+        variants.append(
+            create_model(
+                f"Relation_{rel_name}",
+                type=(_literal([rel_name]), Field(description=rel.description)),
+                source=(_literal(sources), ...),
+                target=(_literal(targets), ...),
+                evidence=_evidence_field(turns),
+            )
+        )
+    if not variants:
+        return None
+    item: Any = Annotated[Union[tuple(variants)], Field(discriminator="type")]  # noqa: UP007
+    return cast(
+        "type[ExtractionResponse]",
+        create_model(
+            "Relations",
+            __base__=ExtractionResponse,
+            relations=(_list_of(item), Field(max_length=min(MAX_RELATIONS, 3 * len(endpoints)))),
+        ),
+    )

@@ -1,0 +1,210 @@
+"""The plugin's settings: ``BUB_SEMANTIC_MEMORY_*`` variables or bub config's ``semantic-memory`` section.
+
+Precedence (bub's convention for plugin settings): environment variables, then a
+``.env`` file, then the ``semantic-memory:`` section of bub's ``config.yml``, then the
+defaults below. Model, endpoint and key default to bub's own model settings
+(``BUB_MODEL``, ``BUB_API_BASE``, ``BUB_API_KEY``...), so installing the plugin into a
+working bub needs no configuration. This is the only module that reads settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import bub
+from pydantic import Field, SecretStr
+from pydantic_settings import SettingsConfigDict
+
+from bub_semantic_memory.agent._service import MemoryPolicy
+from bub_semantic_memory.backends._specs import is_local_spec
+from bub_semantic_memory.extraction._config import ExtractorConfig
+
+__all__ = [
+    "ModelEndpoint",
+    "SemanticMemorySettings",
+    "extractor_config",
+    "load_settings",
+    "memory_policy",
+    "resolve_endpoint",
+]
+
+# OpenAI-compatible base URLs of bub providers whose any-llm provider has no explicit api_base.
+_PROVIDER_BASE_URLS = {
+    "openai": None,
+    "openrouter": "https://openrouter.ai/api/v1",
+    "deepseek": "https://api.deepseek.com/v1",
+    "ollama": "http://localhost:11434/v1",
+    "groq": "https://api.groq.com/openai/v1",
+    "together": "https://api.together.xyz/v1",
+    "mistral": "https://api.mistral.ai/v1",
+    "lmstudio": "http://localhost:1234/v1",
+    "llamacpp": "http://localhost:8080/v1",
+    "vllm": "http://localhost:8000/v1",
+}
+
+
+@bub.config(name="semantic-memory")
+class SemanticMemorySettings(bub.Settings):
+    """Settings of the semantic memory plugin (env prefix ``BUB_SEMANTIC_MEMORY_``)."""
+
+    model_config = SettingsConfigDict(env_prefix="BUB_SEMANTIC_MEMORY_", extra="ignore", env_file=".env")
+
+    enabled: bool = Field(default=True, description="Extract memory and inject it into the agent's context.")
+    model: str | None = Field(
+        default=None,
+        description="Extraction model; default: the model part of bub's BUB_MODEL. 'local' works.",
+    )
+    base_url: str | None = Field(
+        default=None, description="OpenAI-compatible endpoint; default: bub's for its provider."
+    )
+    api_key: SecretStr | None = Field(
+        default=None, description="Endpoint key; default: bub's key for its provider."
+    )
+    mode: str = Field(default="tools", description="Instructor mode: tools, json_schema, md_json or json.")
+    prompt: str = Field(default="extract", description="Prompt version; default: the promoted one.")
+    prompts_dir: Path | None = Field(
+        default=None, description="A prompt directory replacing the bundled one."
+    )
+    budget: int = Field(default=800, ge=50, description="Token budget of the injected memory block.")
+    placement: Literal["message", "system"] = Field(
+        default="message",
+        description=(
+            "Where the memory block goes: 'message' after the conversation so far, keeping the agent's "
+            "prompt prefix cacheable; 'system' in the leading system message (needs no tape context hook)."
+        ),
+    )
+    every_turns: int = Field(
+        default=6, ge=1, description="Extract after every N-th user turn (and at handoffs and shutdown)."
+    )
+    min_new_tokens: int = Field(
+        default=1200, ge=0, description="Or as soon as the new transcript reaches this many tokens (0: off)."
+    )
+    chunk_tokens: int | None = Field(
+        default=None,
+        ge=200,
+        description="Transcript tokens per extraction call (default: 3000, or what fits a local model).",
+    )
+    request_timeout: float | None = Field(
+        default=None, gt=0, description="Seconds per HTTP request to the endpoint (default: 60)."
+    )
+    deadline: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds one extraction call may take, retries included (default: 180; 600 local).",
+    )
+    reasks: int | None = Field(
+        default=None,
+        ge=0,
+        le=5,
+        description="Validation re-asks per extraction call (default: 2; 1 for a local model).",
+    )
+    transport_attempts: int | None = Field(
+        default=None,
+        ge=1,
+        le=10,
+        description="Requests per call against an endpoint that keeps failing (default: 5).",
+    )
+    shutdown_timeout: float = Field(
+        default=30.0, ge=0, description="Seconds to wait at shutdown for running extractions."
+    )
+    retry_cooldown: float = Field(
+        default=30.0,
+        ge=0,
+        description="Seconds to wait after a failed extraction before trying that tape again.",
+    )
+    max_concurrent: int = Field(default=2, ge=1, description="Extractions running at once across sessions.")
+    checkpoint_every: int = Field(
+        default=200,
+        ge=0,
+        description="Store a checkpoint of the folded memory after this many new snapshots (0: never).",
+    )
+    redact_patterns: list[str] = Field(
+        default_factory=list, description="Extra regular expressions to redact."
+    )
+    redact_allowlist: list[str] = Field(
+        default_factory=list,
+        description="Regular expressions of finds to keep unredacted (matched in full).",
+    )
+
+
+def load_settings() -> SemanticMemorySettings:
+    """The settings as bub resolves them (environment, ``.env``, config file, defaults)."""
+    return bub.ensure_config(SemanticMemorySettings)
+
+
+@dataclass(frozen=True)
+class ModelEndpoint:
+    """Where extraction requests go."""
+
+    model: str
+    base_url: str | None
+    api_key: str | None
+
+
+def resolve_endpoint(settings: SemanticMemorySettings) -> ModelEndpoint | None:
+    """The extraction endpoint: explicit settings first, then bub's model settings.
+
+    Returns None when no OpenAI-compatible endpoint can be derived (for example bub
+    configured with a provider that speaks another API and no base URL given).
+    """
+    api_key = settings.api_key.get_secret_value() if settings.api_key else None
+    if settings.model and (settings.base_url or is_local_spec(settings.model)):
+        return ModelEndpoint(settings.model, settings.base_url, api_key)
+    from bub.builtin.settings import load_settings as load_bub_settings
+
+    agent = load_bub_settings()
+    provider, _, model_id = agent.model.partition(":")
+    if not model_id:
+        provider, model_id = "openai", provider
+    client = agent.model_client_kwargs(provider)
+    base_url = settings.base_url or client.get("api_base")
+    if base_url is None and provider not in _PROVIDER_BASE_URLS:
+        return None
+    return ModelEndpoint(
+        model=settings.model or model_id,
+        base_url=base_url or _PROVIDER_BASE_URLS.get(provider),
+        api_key=api_key or client.get("api_key"),
+    )
+
+
+def extractor_config(settings: SemanticMemorySettings) -> ExtractorConfig | None:
+    """The plugin's extractor configuration, or None when no endpoint can be derived.
+
+    A bound left unset stays ``None``, so the plugin runs the backend's defaults (those of
+    :meth:`ExtractorConfig.resolve`), exactly as the CLI and the evals do for the same model.
+
+    Raises:
+        ConfigurationError: a setting is invalid (an unknown mode, for example).
+    """
+    endpoint = resolve_endpoint(settings)
+    if endpoint is None:
+        return None
+    return ExtractorConfig(
+        model=endpoint.model,
+        base_url=endpoint.base_url,
+        api_key=endpoint.api_key,
+        mode=settings.mode,
+        prompt=settings.prompt,
+        prompts_dir=settings.prompts_dir,
+        reasks=settings.reasks,
+        transport_attempts=settings.transport_attempts,
+        deadline_s=settings.deadline,
+        request_timeout_s=settings.request_timeout,
+        chunk_tokens=settings.chunk_tokens,
+        redact_patterns=tuple(settings.redact_patterns),
+        redact_allowlist=tuple(settings.redact_allowlist),
+    )
+
+
+def memory_policy(settings: SemanticMemorySettings) -> MemoryPolicy:
+    """The plugin's extraction cadence, injection budget and bounds."""
+    return MemoryPolicy(
+        budget=settings.budget,
+        every_turns=settings.every_turns,
+        min_new_tokens=settings.min_new_tokens,
+        max_concurrent=settings.max_concurrent,
+        retry_cooldown=settings.retry_cooldown,
+        checkpoint_every=settings.checkpoint_every,
+    )

@@ -1,0 +1,109 @@
+"""Checkpoints: a tape's folded memory graph stored in its memory sidecar, so cold loads read only the tail.
+
+A checkpoint is an ``anchor`` entry named ``memory.checkpoint`` in the sidecar (bub's
+stores index anchors by name, so the newest one is found without reading the history).
+Its state holds:
+
+``version``
+    the checkpoint format (:data:`CHECKPOINT_VERSION`); another version is ignored.
+``through``
+    the last sidecar entry id folded into it: every entry up to it, none after.
+``ontology``
+    a fingerprint of the relation rules the fold used (symmetric, single-valued); a
+    graph folded under other rules would not equal the full fold, so it is ignored.
+``sha256``
+    the SHA-256 of ``graph``, the UTF-8 JSON text of :meth:`MemoryGraph.to_state`.
+
+A checkpoint that fails any check is ignored, logged and counted, and the load falls
+back to folding the snapshots: a checkpoint can only make a load faster, never lose a fact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic_core
+
+from bub_semantic_memory._errors import StoreError
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.memory._graph import MemoryGraph
+
+__all__ = [
+    "CHECKPOINT_ANCHOR",
+    "CHECKPOINT_VERSION",
+    "Checkpoint",
+    "CheckpointError",
+    "decode_checkpoint",
+    "encode_checkpoint",
+    "ontology_fingerprint",
+]
+
+CHECKPOINT_ANCHOR = "memory.checkpoint"
+CHECKPOINT_VERSION = 1
+
+
+class CheckpointError(StoreError):
+    """A stored checkpoint cannot be used (unknown version, bad hash, other rules, bad data)."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A decoded checkpoint: the graph as of sidecar entry ``through``."""
+
+    graph: MemoryGraph
+    through: int
+
+
+def ontology_fingerprint(ontology: Ontology | None) -> str:
+    """A short hash of what the fold takes from the ontology: symmetric and single-valued relation types."""
+    if ontology is None:
+        rules: dict[str, list[str]] = {"symmetric": [], "single_valued": []}
+    else:
+        relations = ontology.relation_types
+        rules = {
+            "symmetric": sorted(name for name, r in relations.items() if r.symmetric),
+            "single_valued": sorted(name for name, r in relations.items() if r.single_valued),
+        }
+    return hashlib.sha256(json.dumps(rules, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def encode_checkpoint(graph: MemoryGraph, through: int) -> dict[str, Any]:
+    """The anchor state of a checkpoint of ``graph``, which holds every sidecar entry up to ``through``."""
+    text = json.dumps(graph.to_state(), ensure_ascii=False, separators=(",", ":"))
+    return {
+        "version": CHECKPOINT_VERSION,
+        "through": through,
+        "snapshots": graph.snapshot_count,
+        "ontology": ontology_fingerprint(graph.ontology),
+        "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        "graph": text,
+    }
+
+
+def decode_checkpoint(state: object, ontology: Ontology | None, *, tape: str = "") -> Checkpoint:
+    """The graph stored in a checkpoint's anchor state.
+
+    Raises:
+        CheckpointError: the checkpoint is of another version, folded under other
+            relation rules, altered (hash mismatch) or not well-formed.
+    """
+    if not isinstance(state, dict):
+        raise CheckpointError("checkpoint state is not an object")
+    version = state.get("version")
+    if version != CHECKPOINT_VERSION:
+        raise CheckpointError(f"checkpoint version {version!r} is not {CHECKPOINT_VERSION}")
+    through, text, digest = state.get("through"), state.get("graph"), state.get("sha256")
+    if not isinstance(through, int) or not isinstance(text, str) or not isinstance(digest, str):
+        raise CheckpointError("checkpoint lacks through, graph or sha256")
+    if state.get("ontology") != ontology_fingerprint(ontology):
+        raise CheckpointError("checkpoint was folded under other relation rules (ontology changed)")
+    if hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
+        raise CheckpointError("checkpoint content does not match its sha256")
+    try:
+        graph = MemoryGraph.from_state(pydantic_core.from_json(text), ontology, tape=tape)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise CheckpointError(f"checkpoint graph is malformed: {exc!r}") from exc
+    return Checkpoint(graph, through)

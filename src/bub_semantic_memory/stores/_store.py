@@ -1,0 +1,387 @@
+"""Snapshots stored as entries of the tape's memory sidecar, in whatever tape store bub uses.
+
+Memory is derived data of a tape, so it lives beside it: a sibling tape
+``<tape>__sidecar__semantic_memory`` in the same store (bub's JSONL file store by
+default; SQL or Redis stores that bub plugins provide work unchanged). Tape reset
+and archive carry the sidecar along. Each snapshot is one ``event`` entry named
+``memory.snapshot`` whose data is the snapshot.
+
+bub's file store has no cross-process lock and appends right after a torn last
+line (a writer killed mid-write), fusing the two. For that store this module holds
+an ``fcntl`` lock around every append, cuts a torn tail off first (keeping the
+bytes in ``<file>.torn`` and reporting them), fsyncs, and creates files readable by
+the user only. Readers skip and count what they cannot parse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import hashlib
+import logging
+import os
+import re
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bub.sidecars import sidecar_tape_name
+from bub.store import (
+    AsyncTapeStore,
+    AsyncTapeStoreAdapter,
+    FileTapeStore,
+    TapeQuery,
+    TapeStore,
+    is_async_tape_store,
+)
+from bub.tape import TapeEntry
+
+from bub_semantic_memory._errors import StoreError, TapeNameError
+from bub_semantic_memory._gc import gc_paused
+from bub_semantic_memory._models import Snapshot
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.stores._checkpoint import (
+    CHECKPOINT_ANCHOR,
+    CheckpointError,
+    decode_checkpoint,
+    encode_checkpoint,
+)
+from bub_semantic_memory.stores._readers import SNAPSHOT_EVENT, sidecar_reader
+from bub_semantic_memory.tape._transcript import Entry, ReadIssue, ReadReport, coerce_entries
+
+__all__ = [
+    "SIDECAR_NAME",
+    "SNAPSHOT_EVENT",
+    "MemoryLoad",
+    "MemorySidecar",
+    "SnapshotStore",
+    "fetch_tape",
+    "file_tape_directory",
+    "memory_tape_name",
+    "open_bub_tape_store",
+    "session_tape_name",
+    "validate_tape_name",
+]
+
+logger = logging.getLogger(__name__)
+
+SIDECAR_NAME = "semantic_memory"
+MAX_TAPE_NAME = 200
+_TAPE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_FILE_MODE = 0o600
+
+
+def validate_tape_name(name: str) -> str:
+    """Return ``name`` if it is a safe tape name; raise :class:`TapeNameError` otherwise.
+
+    A tape name becomes a file name in the store directory, so anything that could
+    leave it (``/``, ``..``, an absolute path, NUL) or hide it (a leading dot) is refused.
+    """
+    if not name:
+        raise TapeNameError("tape name is empty")
+    if "\x00" in name:
+        raise TapeNameError("tape name contains a NUL byte")
+    if len(name) > MAX_TAPE_NAME:
+        raise TapeNameError(f"tape name is {len(name)} characters long; the limit is {MAX_TAPE_NAME}")
+    if name.startswith(("/", "\\")) or Path(name).is_absolute():
+        raise TapeNameError(f"tape name {name!r} is an absolute path")
+    if ".." in name or "/" in name or "\\" in name:
+        raise TapeNameError(f"tape name {name!r} could escape the tape directory ('..', '/' or '\\')")
+    if not _TAPE_NAME.match(name):
+        raise TapeNameError(f"tape name {name!r} may only contain letters, digits, '.', '_' and '-'")
+    return name
+
+
+def session_tape_name(session_id: str, workspace: Path) -> str:
+    """The tape name bub gives a session in a workspace (``Tape.session_tape``'s naming).
+
+    Two workspaces never share a tape, and ``temp/...`` subagent sessions get an
+    ordinary hashed name.
+    """
+    workspace_hash = hashlib.md5(str(workspace.resolve()).encode("utf-8"), usedforsecurity=False).hexdigest()
+    session_hash = hashlib.md5(session_id.encode("utf-8"), usedforsecurity=False).hexdigest()
+    return f"{workspace_hash[:16]}__{session_hash[:16]}"
+
+
+def memory_tape_name(tape: str) -> str:
+    """The sidecar tape that holds ``tape``'s snapshots."""
+    return sidecar_tape_name(validate_tape_name(tape), SIDECAR_NAME)
+
+
+@dataclass(frozen=True)
+class MemoryLoad:
+    """What a cold load of a tape's memory read.
+
+    Attributes:
+        graph: the folded memory.
+        report: what could not be read (snapshots, a rejected checkpoint...).
+        checkpoint_through: the sidecar entry the checkpoint used covers (0: none used).
+        last_entry_id: the last sidecar entry read.
+        tail_snapshots: snapshots folded on top of the checkpoint (all of them without one).
+    """
+
+    graph: MemoryGraph
+    report: ReadReport
+    checkpoint_through: int
+    last_entry_id: int
+    tail_snapshots: int
+
+
+@dataclass(frozen=True)
+class MemorySidecar:
+    """The sidecar declaration bub mounts on every session tape (``provide_tape_sidecar``)."""
+
+    name: str = SIDECAR_NAME
+
+
+def file_tape_directory(store: object) -> Path | None:
+    """The directory of a bub :class:`FileTapeStore` (possibly wrapped in an async adapter), else None.
+
+    Reads bub's private ``_directory`` / ``_store`` attributes (stable across bub 0.5.x,
+    which the package pins); any other store is treated as opaque.
+    """
+    inner = getattr(store, "_store", store) if isinstance(store, AsyncTapeStoreAdapter) else store
+    if isinstance(inner, FileTapeStore):
+        directory = getattr(inner, "_directory", None)
+        return directory if isinstance(directory, Path) else None
+    return None
+
+
+class SnapshotStore:
+    """Read and append snapshots in the memory sidecars of one tape store.
+
+    Args:
+        store: a bub tape store, sync or async (``FileTapeStore`` gets the locked,
+            torn-tail-safe append path).
+        fsync: flush each append to disk (file store only).
+    """
+
+    def __init__(self, store: TapeStore | AsyncTapeStore, *, fsync: bool = True) -> None:
+        self.store = store
+        self.fsync = fsync
+        self.directory = file_tape_directory(store)
+
+    # -- reading -----------------------------------------------------------------
+
+    async def load(self, tape: str) -> tuple[list[Snapshot], ReadReport]:
+        """All snapshots of ``tape`` that parse, plus a report of what did not."""
+        sidecar = memory_tape_name(tape)
+        report = ReadReport(source=sidecar)
+        tail = await sidecar_reader(self.store, self.directory).read_after(sidecar, 0, report)
+        return tail.snapshots, report
+
+    async def graph(self, tape: str, ontology: Ontology | None = None) -> tuple[MemoryGraph, ReadReport]:
+        """Fold ``tape``'s memory into a graph: the newest valid checkpoint plus the snapshots after it."""
+        loaded = await self.load_graph(tape, ontology)
+        return loaded.graph, loaded.report
+
+    async def load_graph(self, tape: str, ontology: Ontology | None = None) -> MemoryLoad:
+        """Like :meth:`graph`, and says what was read (see :class:`MemoryLoad`).
+
+        A checkpoint that cannot be used (another version or ontology, a hash that does
+        not match, malformed) is reported as ``bad_checkpoint`` and all snapshots are
+        folded instead.
+        """
+        sidecar = memory_tape_name(tape)
+        report = ReadReport(source=sidecar)
+        reader = sidecar_reader(self.store, self.directory)
+        base: MemoryGraph | None = None
+        through = 0
+        stored = await reader.latest_checkpoint(sidecar)
+        if stored is not None:
+            try:
+                checkpoint = decode_checkpoint(stored.payload.get("state"), ontology, tape=tape)
+                base, through = checkpoint.graph, checkpoint.through
+            except CheckpointError as exc:
+                report.add(
+                    ReadIssue("bad_checkpoint", f"{exc}; folding all snapshots instead", entry_id=stored.id)
+                )
+        tail = await reader.read_after(sidecar, through, report)
+        graph = base if base is not None else MemoryGraph(ontology, tape=tape)
+        with gc_paused():
+            for snapshot in tail.snapshots:
+                graph.add(snapshot)
+        return MemoryLoad(graph, report, through, max(through, tail.last_entry_id), len(tail.snapshots))
+
+    async def checkpoint(self, tape: str, ontology: Ontology | None = None, *, min_tail: int = 1) -> bool:
+        """Store a checkpoint of ``tape``'s memory if at least ``min_tail`` snapshots follow the newest one.
+
+        The checkpoint is folded from what the store holds now (checkpoint plus tail, read
+        fresh), never from a process's in-memory graph, so it is exactly the fold of the
+        sidecar up to the entry it names. Returns True if one was written.
+
+        Raises:
+            StoreError: the store refused the read or the write.
+        """
+        loaded = await self.load_graph(tape, ontology)
+        if loaded.tail_snapshots < max(1, min_tail):
+            return False
+        state = await asyncio.to_thread(encode_checkpoint, loaded.graph, loaded.last_entry_id)
+        await self._append_entry(memory_tape_name(tape), TapeEntry.anchor(CHECKPOINT_ANCHOR, state))
+        return True
+
+    # -- writing -----------------------------------------------------------------
+
+    async def append(self, snapshot: Snapshot) -> None:
+        """Append one snapshot to its tape's sidecar.
+
+        Raises:
+            StoreError: the store refused the write (disk full, read-only, ...).
+                Nothing already stored is changed by a failed append.
+        """
+        entry = TapeEntry.event(SNAPSHOT_EVENT, snapshot_payload(snapshot), schema=snapshot.schema_version)
+        await self._append_entry(memory_tape_name(snapshot.tape), entry)
+
+    async def _append_entry(self, sidecar: str, entry: TapeEntry) -> None:
+        if self.directory is not None:
+            await asyncio.to_thread(self._append_file, sidecar, entry)
+            return
+        try:
+            if is_async_tape_store(self.store):
+                await self.store.append(sidecar, entry)
+            else:
+                await asyncio.to_thread(self.store.append, sidecar, entry)
+        except Exception as exc:
+            raise StoreError(f"cannot append snapshot to {sidecar}: {exc}") from exc
+
+    def _append_file(self, sidecar: str, entry: TapeEntry) -> None:
+        assert self.directory is not None
+        path = self.directory / f"{sidecar}.jsonl"
+        try:
+            with _locked(path.with_name(path.name + ".lock")):
+                # One descriptor for the whole append: creates the file user-only, checks
+                # the last byte, and fsyncs what bub's store wrote (same file, same inode).
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+                try:
+                    size = os.fstat(fd).st_size
+                    if size and os.pread(fd, 1, size - 1) != b"\n":
+                        repair_torn_tail(path)
+                    self._file_store().append(sidecar, entry)
+                    if self.fsync:
+                        os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            raise StoreError(f"cannot append snapshot to {path}: {_describe(exc)}") from exc
+
+    def _file_store(self) -> FileTapeStore:
+        inner = getattr(self.store, "_store", self.store)
+        assert isinstance(inner, FileTapeStore)
+        return inner
+
+
+def repair_torn_tail(path: Path) -> int:
+    """Cut an unterminated last line off ``path``; return how many bytes were cut.
+
+    The cut bytes are appended to ``<path>.torn`` (so nothing is silently discarded)
+    and reported in the log. Complete lines are never touched. Call under the lock.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    if size == 0:
+        return 0
+    with path.open("rb+") as handle:
+        handle.seek(size - 1)
+        if handle.read(1) == b"\n":
+            return 0
+        keep = _last_newline_end(handle, size)
+        handle.seek(keep)
+        torn = handle.read()
+        quarantine_fd = os.open(
+            path.with_name(path.name + ".torn"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, _FILE_MODE
+        )
+        with os.fdopen(quarantine_fd, "ab") as quarantine:  # memory bytes: user-only, like the sidecar
+            quarantine.write(torn + b"\n")
+        handle.truncate(keep)
+        handle.flush()
+        os.fsync(handle.fileno())
+    logger.warning("%s: cut a torn last line of %d bytes (kept in %s.torn)", path, len(torn), path.name)
+    return len(torn)
+
+
+def _last_newline_end(handle: Any, size: int) -> int:
+    """Offset just after the last newline before ``size`` (0 if there is none)."""
+    block = 65536
+    position = size
+    while position > 0:
+        start = max(0, position - block)
+        handle.seek(start)
+        chunk = handle.read(position - start)
+        index = chunk.rfind(b"\n")
+        if index >= 0:
+            return int(start + index + 1)
+        position = start
+    return 0
+
+
+@contextlib.contextmanager
+def _locked(lock_path: Path) -> Iterator[None]:
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _describe(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "no space left on device"
+    if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return f"the memory directory is not writable ({exc.strerror})"
+    return exc.strerror or str(exc)
+
+
+def snapshot_payload(snapshot: Snapshot) -> dict[str, Any]:
+    """The stored form of a snapshot: its JSON fields, empty lists left out.
+
+    bub's Redis store rewrites every entry through Lua's ``cjson``, which turns an
+    empty JSON array into ``{}``; a snapshot with an alias-less entity would then no
+    longer validate. Every list field defaults to empty, so leaving empty ones out
+    loses nothing on any store (and makes each line shorter).
+    """
+    data = snapshot.model_dump(mode="json", exclude_defaults=True)
+    data["schema_version"] = snapshot.schema_version  # always explicit: a later default must not rewrite it
+    return data
+
+
+async def fetch_tape(
+    store: TapeStore | AsyncTapeStore, tape: str, *, report: ReadReport | None = None
+) -> list[Entry]:
+    """All entries of ``tape`` in ``store`` (sync or async), as :class:`Entry` objects.
+
+    Entries that do not fit the tape format are skipped and counted in ``report``.
+    """
+    query: TapeQuery[Any] = TapeQuery(tape=validate_tape_name(tape), store=store)
+    if is_async_tape_store(store):
+        result: Any = await store.fetch_all(query)
+    else:
+        result = await asyncio.to_thread(lambda: list(store.fetch_all(query)))
+    entries, _ = coerce_entries(list(result), report=report)
+    return entries
+
+
+@contextlib.asynccontextmanager
+async def open_bub_tape_store() -> AsyncIterator[TapeStore | AsyncTapeStore]:
+    """Open the tape store a running bub would use (plugins included), for CLI and scripts.
+
+    Builds a bub framework with its installed plugins and enters its lifespan, so a
+    SQL or Redis store provided by a plugin is honoured; with none, this is bub's
+    file store under ``bub.home / "tapes"`` (``BUB_HOME`` respected).
+    """
+    from bub.framework import BubFramework
+
+    framework = BubFramework()
+    framework.load_hooks()
+    async with framework.running():
+        store = framework.get_tape_store()
+        if store is None:
+            raise StoreError("bub provided no tape store")
+        yield store

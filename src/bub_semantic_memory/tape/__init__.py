@@ -1,0 +1,36 @@
+"""What is read from a tape and how it is shown to a model.
+
+Tape entries (from a Bub JSONL file, bub's own entries or dicts), the numbered transcript
+lines rendered from them, and the secret redaction applied before any text leaves the
+process. Nothing here imports bub.
+"""
+
+from __future__ import annotations
+
+from bub_semantic_memory.tape._redact import Redactor
+from bub_semantic_memory.tape._transcript import (
+    Entry,
+    LineLimits,
+    ReadIssue,
+    ReadReport,
+    Transcript,
+    TranscriptLine,
+    coerce_entries,
+    read_tape_file,
+    render_transcript,
+    strip_bub_header,
+)
+
+__all__ = [
+    "Entry",
+    "LineLimits",
+    "ReadIssue",
+    "ReadReport",
+    "Redactor",
+    "Transcript",
+    "TranscriptLine",
+    "coerce_entries",
+    "read_tape_file",
+    "render_transcript",
+    "strip_bub_header",
+]
