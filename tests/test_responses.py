@@ -89,6 +89,14 @@ def test_candidate_names_are_capitalised_spans_not_sentence_starters() -> None:
     assert not {"Hi", "Update", "Right", "He's", "I'm", "user"} & set(names)
 
 
+def test_a_word_that_starts_a_paragraph_starts_a_sentence() -> None:
+    lines = rendered_lines((6, "user", "Standup notes\nUpdate from Priya Patel\nLisbon office opens."))
+    assert lines[0].paragraphs == ("Standup notes", "Update from Priya Patel", "Lisbon office opens.")
+    names = candidate_names(lines)
+    assert names is not None and "Priya Patel" in names
+    assert not {"Standup", "Update", "Lisbon"} & set(names)  # each only ever opens its paragraph
+
+
 def test_a_quoted_value_in_title_case_is_one_candidate_name() -> None:
     result = '{"hq_city": "Sacramento", "bank": "Bank of America", "industry": "Food distribution"}'
     names = candidate_names(rendered_lines((7, "user", f"crm.lookup returned: {result}")))

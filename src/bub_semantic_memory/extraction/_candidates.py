@@ -52,32 +52,37 @@ def candidate_names(lines: Sequence[TranscriptLine], *, limit: int = 120) -> lis
     for line in lines:
         if line.sender:
             mid_sentence.add(line.sender)
-        body = f"{line.sender}: {line.body}" if line.sender else f": {line.speech}"
-        for match in _CAPITALISED.finditer(body):
-            before = body[: match.start()].rstrip()
-            initial = not before or before[-1] in '.!?:;"(' or before.endswith("⏎")
-            words = match.group(0).split()
-            while words and (_CONTRACTION.search(words[0]) or words[0].casefold().strip("'’.") in _NOT_NAMES):
-                words, initial = words[1:], False  # "I'm Maya": Maya does not start the sentence
-            words = [w for w in words if not _CONTRACTION.search(w)]
-            while words and words[-1].casefold() in ("of", "the"):
-                words = words[:-1]
-            for size in range(len(words), 0, -1):
-                span = " ".join(words[:size])
-                if (
-                    not any(ch.isalpha() for ch in span)
-                    or span.casefold() in _NOT_NAMES
-                    or len(span) > MAX_NAME
-                ):
-                    continue
-                found.setdefault(span, None)
-                if not initial or size > 1:
-                    mid_sentence.add(span)
-        for quoted in _quoted_names(body):
-            found.setdefault(quoted, None)
-            mid_sentence.add(quoted)
+        # each paragraph starts a sentence; the first is led by its named sender, if any
+        first, *rest = line.paragraphs
+        paragraphs = [f"{line.sender}: {first}" if line.sender else f": {first}", *(f": {p}" for p in rest)]
+        for body in paragraphs:
+            _collect_spans(body, found, mid_sentence)
+        for body in paragraphs:
+            for quoted in _quoted_names(body):
+                found.setdefault(quoted, None)
+                mid_sentence.add(quoted)
     planted = PlantedNames(lines)
     return [span for span in found if span in mid_sentence and not (planted and planted.plants(span))][:limit]
+
+
+def _collect_spans(body: str, found: dict[str, None], mid_sentence: set[str]) -> None:
+    """Add one paragraph's capitalised spans to ``found`` (and to ``mid_sentence`` if mid-sentence)."""
+    for match in _CAPITALISED.finditer(body):
+        before = body[: match.start()].rstrip()
+        initial = not before or before[-1] in '.!?:;"('
+        words = match.group(0).split()
+        while words and (_CONTRACTION.search(words[0]) or words[0].casefold().strip("'’.") in _NOT_NAMES):
+            words, initial = words[1:], False  # "I'm Maya": Maya does not start the sentence
+        words = [w for w in words if not _CONTRACTION.search(w)]
+        while words and words[-1].casefold() in ("of", "the"):
+            words = words[:-1]
+        for size in range(len(words), 0, -1):
+            span = " ".join(words[:size])
+            if not any(ch.isalpha() for ch in span) or span.casefold() in _NOT_NAMES or len(span) > MAX_NAME:
+                continue
+            found.setdefault(span, None)
+            if not initial or size > 1:
+                mid_sentence.add(span)
 
 
 def _quoted_names(text: str) -> list[str]:

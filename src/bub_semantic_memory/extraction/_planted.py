@@ -45,17 +45,21 @@ _MARKER = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE,
 )
-_PARAGRAPH_END = re.compile(r"\s⏎\s|-->")  # the renderer writes a line break as " ⏎ "
-_SENTENCE_END = re.compile(r"[.!?]\s|\s⏎\s|<!--")
+_COMMENT_END = re.compile(r"-->")
+_SENTENCE_END = re.compile(r"[.!?]\s|<!--")
 
 
-def planted_instructions(text: str) -> Iterator[tuple[int, int]]:
-    """Spans of ``text`` (start, end) that are instructions planted for the model, in order."""
+def planted_instructions(paragraph: str) -> Iterator[tuple[int, int]]:
+    """Spans of one paragraph (start, end) that are instructions planted for the model, in order.
+
+    An instruction runs from the sentence holding its marker to the end of the paragraph, or
+    of the HTML comment it sits in.
+    """
     position = 0
-    while (marker := _MARKER.search(text, position)) is not None:
-        start = _sentence_start(text, marker.start())
-        paragraph_end = _PARAGRAPH_END.search(text, marker.end())
-        end = paragraph_end.end() if paragraph_end is not None else len(text)
+    while (marker := _MARKER.search(paragraph, position)) is not None:
+        start = _sentence_start(paragraph, marker.start())
+        comment_end = _COMMENT_END.search(paragraph, marker.end())
+        end = comment_end.end() if comment_end is not None else len(paragraph)
         yield start, end
         position = end
 
@@ -74,13 +78,14 @@ class PlantedNames:
         self._instructions: list[tuple[str, str]] = []  # (all said before it, the instruction), folded
         said: list[str] = []
         for line in lines:
-            speech, position = line.speech, 0
-            for start, end in planted_instructions(speech):
-                said.append(speech[position:start])
-                self._instructions.append((fold_text(" ".join(said)), fold_text(speech[start:end])))
-                said.append(speech[start:end])
-                position = end
-            said.append(speech[position:])
+            for paragraph in _speech_paragraphs(line):
+                position = 0
+                for start, end in planted_instructions(paragraph):
+                    said.append(paragraph[position:start])
+                    self._instructions.append((fold_text(" ".join(said)), fold_text(paragraph[start:end])))
+                    said.append(paragraph[start:end])
+                    position = end
+                said.append(paragraph[position:])
 
     def __bool__(self) -> bool:
         return bool(self._instructions)
@@ -91,3 +96,9 @@ class PlantedNames:
             is_mentioned(name, instruction) and not is_mentioned(name, before)
             for before, instruction in self._instructions
         )
+
+
+def _speech_paragraphs(line: TranscriptLine) -> tuple[str, ...]:
+    """The line's paragraphs, the first led by the sender's name (as in its ``speech``)."""
+    first, *rest = line.paragraphs
+    return (f"{line.sender} {first}" if line.sender else first, *rest)

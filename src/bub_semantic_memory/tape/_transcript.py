@@ -33,6 +33,7 @@ from bub_semantic_memory._errors import TapeReadError
 
 __all__ = [
     "KNOWN_KINDS",
+    "LINE_BREAK",
     "Entry",
     "LineLimits",
     "ReadIssue",
@@ -52,6 +53,8 @@ KNOWN_KINDS = frozenset({"anchor", "event", "system", "message", "tool_call", "t
 _HEADER_LINE = re.compile(r"^[A-Za-z_][\w]*=[^|\n]*(?:\|[A-Za-z_][\w]*=[^|\n]*)*$")
 _DATE_LINE = re.compile(r"^---Date: [^\n]*---$")
 _DEFAULT_SENDERS = frozenset({"", "human", "user", "default"})
+LINE_BREAK = " ⏎ "
+"""How a line break inside one entry is shown, so that every entry stays one numbered line."""
 # The tags the prompt templates wrap conversation in; in conversation text they become ‹...›.
 _DELIMITER_TAG = re.compile(r"<\s*(/?)\s*(transcript|context)\s*>", re.IGNORECASE)
 
@@ -249,6 +252,13 @@ class TranscriptLine:
         body = self.text if self.body is None else self.body
         return f"{self.sender} {body}" if self.sender else body
 
+    @property
+    def paragraphs(self) -> tuple[str, ...]:
+        """The body as the entry broke it: the lines of a message, a tool call's text and its
+        calls, each tool result (the rendered line shows the breaks as :data:`LINE_BREAK`)."""
+        body = self.text if self.body is None else self.body
+        return tuple(body.split(LINE_BREAK))
+
     def shortened(self, characters: int) -> TranscriptLine:
         """The line's head (``characters`` of it) marked as cut."""
         body = (
@@ -396,7 +406,7 @@ def _render_message(
 
 def _one_line(text: str) -> str:
     # Keep each entry on one line so "[id]" prefixes stay unambiguous.
-    return " ⏎ ".join(part.strip() for part in text.splitlines() if part.strip())
+    return LINE_BREAK.join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def _render_tool_call(
@@ -420,7 +430,7 @@ def _render_tool_call(
         return None, names
     calls_text = "; ".join(rendered)
     if content:
-        return _Rendered("assistant: ", f"{_one_line(content)} ⏎ called {calls_text}"), names
+        return _Rendered("assistant: ", f"{_one_line(content)}{LINE_BREAK}called {calls_text}"), names
     return _Rendered("assistant called ", calls_text), names
 
 
@@ -440,7 +450,7 @@ def _render_tool_result(
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
         text = _truncate(clean(_one_line(text)), limits.tool_result, entry.id, "tool result", report)
         parts.append(f"{name} returned: {text}")
-    return _Rendered("tool: ", " ⏎ ".join(parts))
+    return _Rendered("tool: ", LINE_BREAK.join(parts))
 
 
 def _render_anchor(
