@@ -3,19 +3,21 @@
 PY := python3
 # uv itself lives in a project-local virtual environment (.tools/), so set-up never installs
 # anything into the system interpreter. `python -m uv` makes uv use that 3.12 interpreter.
+# Pinned: the lock file and the vendored store plugins (uv-build >=0.9.7,<0.10) are built with it.
 TOOLS := .tools
+UV_VERSION := 0.9.30
 # VIRTUAL_ENV names the project environment, which uv would otherwise take to be .tools/.
 UV := VIRTUAL_ENV=$(CURDIR)/.venv $(TOOLS)/bin/python -m uv
 # llama-cpp-python ships only as source. The default build uses -march=native, which dies
 # with "Illegal instruction" on these VMs, so build a portable wheel (about 6-7 min on 2 cores).
 LOCAL_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
-.PHONY: setup setup-local test lint eval bench
+.PHONY: setup setup-local stores test lint eval bench budget
 
 $(TOOLS)/bin/uv:
-	@echo "Installing uv into $(TOOLS)/, a project-local virtual environment (about 10 s)..."
+	@echo "Installing uv $(UV_VERSION) into $(TOOLS)/, a project-local virtual environment (about 10 s)..."
 	$(PY) -m venv --clear $(TOOLS)
-	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv
+	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
 setup: $(TOOLS)/bin/uv
 	$(UV) sync --frozen --inexact
@@ -28,22 +30,31 @@ setup-local: setup
 	@if $(VENV_PY) -c "import llama_cpp" >/dev/null 2>&1; then \
 	    echo "llama-cpp-python is already built."; \
 	else \
-	    echo "Building llama-cpp-python from source with portable CPU flags: usually 6-7 min on 2 cores."; \
-	    echo "The compiler is silent; a line follows every $(TICK) s until the build is done."; \
+	    echo "Installing llama-cpp-python: built from source with portable CPU flags (usually 6-7 min on"; \
+	    echo "2 cores) unless uv has a wheel it built before. A line follows every $(TICK) s until it is done."; \
 	fi
 	@start=$$(date +%s); \
 	( n=0; while sleep 1; do n=$$((n + 1)); [ $$((n % $(TICK))) -ne 0 ] || \
-	    echo "  ... still building llama-cpp-python ($$n s so far)"; done ) & \
+	    echo "  ... still installing llama-cpp-python ($$n s so far)"; done ) & \
 	ticker=$$!; \
 	CMAKE_ARGS="$(LOCAL_CMAKE_ARGS)" $(UV) sync --frozen --inexact --extra local; status=$$?; \
 	kill $$ticker 2>/dev/null; \
 	echo "Local model set-up finished in $$(( $$(date +%s) - start )) s."; \
 	exit $$status
 
-test: setup
+# bub's SQL and Redis tape-store plugins (vendored beside the repository, not on PyPI) go into
+# .stores/, outside the environment: installed there, bub would pick a store no server backs.
+# The store tests and the store benchmark put .stores/ on the path themselves.
+STORES_DIR := .stores
+VENDOR := ../shared/vendor
+stores: $(TOOLS)/bin/uv
+	$(UV) pip install --quiet --no-deps --target $(STORES_DIR) \
+		$(VENDOR)/bub-tapestore-sqlalchemy $(VENDOR)/bub-tapestore-redis
+
+test: setup stores
 	$(UV) run --frozen pytest
 
-lint: setup
+lint: setup stores
 	$(UV) run --frozen ruff check
 	$(UV) run --frozen mypy
 
@@ -54,5 +65,10 @@ eval: setup-local
 	$(UV) run --frozen semantic-memory eval run --model local --tag quick \
 		--concurrency 1 --out reports/quickstart
 
-bench: setup-local
+bench: setup-local stores
 	$(UV) run --frozen python -m benchmarks
+
+# What extraction costs a hosted model, for the version promoted for each model class (benchmark
+# section 8, about a minute): fails when the hosted class's version is over its budget.
+budget: setup
+	$(UV) run --frozen python -m benchmarks --only 8 --check --out reports/budget.md

@@ -70,6 +70,7 @@ class Row:
         notes: how to read the value.
         kind: ``time`` marks an absolute time (indicative only); other kinds are ratios,
             counts, sizes or shares measured side by side in the same run.
+        check: a target CI holds: ``python -m benchmarks --check`` exits 1 when it is missed.
     """
 
     metric: str
@@ -78,6 +79,7 @@ class Row:
     met: bool | None = None
     notes: str = ""
     kind: Kind = "info"
+    check: bool = False
 
 
 def md_cell(value: Any) -> str:

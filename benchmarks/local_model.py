@@ -94,7 +94,7 @@ async def _timed(backend: Any, request: dict[str, Any]) -> tuple[float, tuple[fl
 
 
 async def run(config: BenchConfig) -> Section:
-    prompt_ref = PromptLibrary().manifest().promoted["extract"]
+    prompt_ref = PromptLibrary().manifest().promoted["extract"]["local"]
     promoted = f"extract@{prompt_ref.version}"
     section = Section(
         6,

@@ -22,6 +22,7 @@ through :class:`SnapshotStore` on a bub :class:`FileTapeStore` in a temporary di
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +31,7 @@ from typing import Any
 from bub.store import FileTapeStore
 from tests.stores.servers import PostgresServer, ServerUnavailable
 
-from benchmarks.common import BenchConfig, Section, Table, ms, summarise, temp_dir
+from benchmarks.common import REPO, BenchConfig, Section, Table, ms, summarise, temp_dir
 from benchmarks.synthetic import make_snapshot_stream
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.extraction._prompts import PromptLibrary
@@ -229,6 +230,8 @@ async def _checkpointed_loads(section: Section, config: BenchConfig, ontology: O
         with temp_dir("checkpoints") as root:
             backends: list[tuple[str, Any]] = [("file", FileTapeStore(root / "tapes"))]
             if postgres is not None:
+                # bub's store plugins live in .stores/ (make stores), outside the environment.
+                sys.path.append(str(REPO / ".stores"))
                 from bub_tapestore_sqlalchemy.store import SQLAlchemyTapeStore
 
                 backends.append(("PostgreSQL", SQLAlchemyTapeStore(postgres.url)))

@@ -37,7 +37,8 @@ from benchmarks.synthetic import SyntheticTape, make_tape
 from bub_semantic_memory._errors import ExtractionError
 from bub_semantic_memory._models import entity_key
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.evals.cost import billed_prompt
+from bub_semantic_memory.extraction._config import CallBounds, ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
 from bub_semantic_memory.extraction._responses import MAX_ENTITIES
@@ -70,6 +71,8 @@ class Tally:
     windows: int = 0
     failed_windows: int = 0
     prompt_tokens: int = 0
+    billed_tokens: int = 0
+    """As a hosted provider bills them: the tool schemas too (the JSON of tools and messages)."""
     transcript_tokens: int = 0
     overhead_max: int = 0
     seconds: float = 0.0
@@ -81,6 +84,7 @@ class Tally:
             transcript = estimate_tokens((request.transcript() or "").rstrip("\n"))
             self.requests += 1
             self.prompt_tokens += total
+            self.billed_tokens += estimate_tokens(billed_prompt(request))
             self.transcript_tokens += transcript
             self.overhead_max = max(self.overhead_max, total - transcript)
 
@@ -128,9 +132,9 @@ def per_call_cap(prompt: PromptTemplate, tape: SyntheticTape, extractor: Extract
         for e in tape.entities
     ]
     everyone.sort(key=lambda k: -len(k.key) - len(k.name) - sum(len(a) for a in k.aliases))
-    known = everyone[: extractor.config.max_known_entities]
+    known = everyone[: extractor.bounds.max_known_entities]
     found = everyone[:MAX_ENTITIES]
-    context = " ".join(["[123] user: context"] * 400)[: extractor.config.overlap_tokens * 4]
+    context = " ".join(["[123] user: context"] * 400)[: extractor.bounds.overlap_tokens * 4]
     steps = ("entities", "relations") if prompt.strategy == "two_step" else ("all",)
     return max(
         _render_tokens(
@@ -260,10 +264,11 @@ async def run(config: BenchConfig) -> Section:
             "plugin's defaults at run time) and after the last turn (oracle answers). Published: every "
             "model call (turns + tool rounds) sends the whole window since the last anchor, in one request "
             "built from the same template. Tokens = `estimate_tokens` over the content of every recorded "
-            "request message, for both designs. Tape tokens = the estimate over the rendered transcript of "
-            "all entries (system prompts and loop events render to nothing). C = fixed per-call overhead "
-            "cap: the prompt's largest step with an empty transcript, a full 250-token context section and "
-            "50 known entities (and 30 found entities for a relation step)."
+            "request message, for both designs; 'billed' adds the tool schemas, as a hosted provider bills "
+            "each request (section 8 holds the hosted budget on them). Tape tokens = the estimate over the "
+            "rendered transcript of all entries (system prompts and loop events render to nothing). "
+            "C = fixed per-call overhead cap: the prompt's largest step with an empty transcript, a full "
+            "250-token context section and 50 known entities (and 30 found entities for a relation step)."
         ),
     )
     sizes = (20,) if config.quick else (50, 200, 1000)
@@ -276,6 +281,7 @@ async def run(config: BenchConfig) -> Section:
             "tape tokens",
             "ours: requests (failed windows)",
             "ours: prompt tokens",
+            "ours: billed, with tool schemas",
             "ours: transcript sent / tape",
             "ours: overhead/request mean (max)",
             "C",
@@ -314,6 +320,7 @@ async def run(config: BenchConfig) -> Section:
                     f"{result.tape_tokens:,}",
                     f"{ours.requests} ({ours.failed_windows})",
                     f"{ours.prompt_tokens:,}",
+                    f"{ours.billed_tokens:,} ({ours.billed_tokens / result.tape_tokens:.2f}× tape)",
                     f"{result.sent_share:.3f}",
                     f"{ours.overhead_mean:,.0f} ({ours.overhead_max:,})",
                     f"{result.cap:,}",
@@ -400,7 +407,7 @@ async def run(config: BenchConfig) -> Section:
     section.notes.append(
         f"Our per-request cost is mostly fixed: prompt {prompt}'s instructions and ontology alone are "
         f"{_template_tokens(prompt):,} tokens, plus the capped context (≤ 250) and known-entity list (≤ "
-        f"{ExtractorConfig(model='m').max_known_entities} entities); each transcript line is sent once per "
+        f"{CallBounds.max_known_entities} entities); each transcript line is sent once per "
         "request step (once for a single-call prompt, twice for a two-step one). Extracting after every "
         "short turn therefore pays mostly overhead, while "
         "the published design's cost grows with the square of the tape length: the ratio grows with the "

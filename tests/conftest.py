@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,12 @@ from tests.helpers.store_plugins import mask_store_plugins
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parents[1]
+STORE_PLUGINS = REPO / ".stores"
+"""bub's SQL and Redis tape-store plugins, installed here by ``make stores`` (not into the environment:
+there bub would pick a store no server backs). The tests put it on the path; the masks in
+:mod:`tests.helpers.store_plugins` decide which store a bub process sees."""
+if STORE_PLUGINS.is_dir() and str(STORE_PLUGINS) not in sys.path:
+    sys.path.append(str(STORE_PLUGINS))
 FAST = RetryPolicy(backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=5.0)
 """Short back-offs with the documented attempt bounds (5 transport attempts, 8 requests, 2 re-asks)."""
 
@@ -40,7 +47,10 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_store_on
             monkeypatch.delenv(name)
     monkeypatch.syspath_prepend(str(file_store_only))
     monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join(filter(None, [str(file_store_only), os.environ.get("PYTHONPATH")]))
+        "PYTHONPATH",
+        os.pathsep.join(
+            filter(None, [str(file_store_only), os.environ.get("PYTHONPATH"), str(STORE_PLUGINS)])
+        ),
     )
     home = tmp_path / "home"
     home.mkdir()

@@ -31,7 +31,8 @@ _BELOW: dict[str, set[str]] = {
     "stores": {"foundation", "tape", "memory"},
     "agent": {"foundation", "tape", "memory", "backends", "extraction", "stores"},
     "package": {"foundation", "tape", "memory", "backends", "extraction", "stores", "agent"},
-    "evals": {"foundation", "tape", "memory", "backends", "extraction"},
+    # the eval harness measures what the agent layer does (the cost of the plugin's cadence)
+    "evals": {"foundation", "tape", "memory", "backends", "extraction", "agent", "stores", "testing"},
     "testing": {"foundation"},
     "cli": {"foundation", "tape", "memory", "backends", "extraction", "stores", "agent", "evals"},
     # bub's hooks are the outermost adapter: the plugin registers the CLI with bub.

@@ -91,8 +91,9 @@ def test_help_in_a_60_column_terminal_cuts_no_word(path: list[str]) -> None:
     # A group lists each subcommand by the first paragraph of its help.
     expected += [(c.help or "").split("\n\n")[0] for c in getattr(command, "commands", {}).values()]
     for phrase in expected:
-        for word in phrase.split():
+        for word in phrase.replace("``", "").split():  # code is shown without its double backticks
             assert word.strip("[]();,.") in words, (word, text)
+    assert "``" not in text
     body = text.split("\n\n", 1)[1]  # the usage's "[ARGS]..." is syntax, not a cut
     assert "…" not in body and not any(line.endswith("...") for line in body.splitlines())
     assert all(len(line) <= 60 for line in text.splitlines()), text
@@ -182,9 +183,10 @@ PROMPT_COMMANDS = [["extract"], ["show"], ["eval", "run"]]
 
 @pytest.mark.parametrize("path", PROMPT_COMMANDS, ids=" ".join)
 def test_help_names_the_promoted_prompt_as_the_default(path: list[str]) -> None:
-    _, version = PromptLibrary().resolve("extract@promoted")
+    promoted = PromptLibrary().manifest().promoted["extract"]
     text = " ".join(help_of(path, columns=200).split())
-    assert f"[default: extract, the promoted version: extract@{version}]" in text
+    listed = ", ".join(f"extract@{p.version} for {c}" for c, p in sorted(promoted.items()))
+    assert f"[default: extract, the version promoted for the model's class: {listed}]" in text
 
 
 def test_eval_run_defaults_to_the_promoted_prompt(tmp_path: Path) -> None:
@@ -196,7 +198,10 @@ def test_eval_run_defaults_to_the_promoted_prompt(tmp_path: Path) -> None:
         (prompts / "extract").mkdir(exist_ok=True)
         (prompts / "extract" / f"v{version}.md").write_bytes(source.read_bytes())
     manifest = PromptLibrary().manifest()
-    manifest.promoted["extract"] = manifest.promoted["extract"].model_copy(update={"version": 1})
+    manifest.promoted["extract"] = {
+        model_class: promotion.model_copy(update={"version": 1})
+        for model_class, promotion in manifest.promoted["extract"].items()
+    } | {"hosted": manifest.promoted["extract"]["local"].model_copy(update={"version": 1})}
     library.save_manifest(manifest)
     quick = [f for f in FIXTURES.iterdir() if f.name == "smalltalk-good-morning"]
     assert quick

@@ -10,7 +10,7 @@ import pytest
 
 from bub_semantic_memory.backends._local import LocalBackend
 from bub_semantic_memory.backends._local_models import REGISTRY
-from bub_semantic_memory.backends._transport import HOSTED, BackendTraits, RetryPolicy
+from bub_semantic_memory.backends._transport import HOSTED, BackendTraits, ModelClass, RetryPolicy
 from bub_semantic_memory.cli._options import extractor_config as cli_config
 from bub_semantic_memory.extraction._config import CallBounds, ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
@@ -134,12 +134,75 @@ def test_the_settings_that_decide_answers_are_derived_from_the_fields() -> None:
     assert set(inputs) == {
         "model",
         "mode",
-        "overlap_lines",
-        "overlap_tokens",
-        "max_known_entities",
         "temperature",
         "redact_patterns",
         "redact_allowlist",
         "line_limits",
     }
     assert "secret" not in repr(inputs)
+
+
+@pytest.fixture
+def promoted_per_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A prompt directory promoting extract@9 for local models and extract@5 for hosted ones."""
+    import shutil
+
+    from bub_semantic_memory.extraction._prompts import PromptLibrary
+    from tests.conftest import REPO
+
+    root = tmp_path / "prompts"
+    shutil.copytree(REPO / "prompts", root)
+    library = PromptLibrary(root)
+    promotions: list[tuple[str, ModelClass]] = [("extract@9", "local"), ("extract@5", "hosted")]
+    for ref, model_class in promotions:
+        library.promote(
+            library.load(ref), model="m", model_class=model_class, scores={}, baseline=None, tolerance=None
+        )
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPTS_DIR", str(root))
+    return root
+
+
+@pytest.mark.parametrize(("model", "version"), [("local", 9), ("gpt-4o-mini", 5)])
+def test_the_plugin_extracts_with_the_version_promoted_for_its_models_class(
+    model: str, version: int, promoted_per_class: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bub.framework import BubFramework
+
+    from bub_semantic_memory.plugin import SemanticMemoryPlugin
+
+    monkeypatch.setenv("BUB_MODEL", "openai:gpt-4o-mini")
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MODEL", model)
+    in_process = {"open_backend": lambda config: InProcess()} if model == "local" else {}
+    plugin = SemanticMemoryPlugin(BubFramework(), **in_process)  # type: ignore[arg-type]
+    extractor = plugin.memory.extractor
+    assert extractor is not None and extractor.prompt.version == version
+    assert plugin.ontology == extractor.prompt.ontology
+
+
+def test_extract_against_a_base_url_uses_the_hosted_promotion(
+    promoted_per_class: Path, tmp_path: Path
+) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from bub_semantic_memory.cli import app
+    from bub_semantic_memory.testing import FakeOpenAIServer, tool_call_reply
+    from tests.conftest import DATA
+
+    answer = {"reasoning": "", "entities": [], "relations": []}
+    with FakeOpenAIServer(responder=lambda request: tool_call_reply("Extraction", answer)) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "extract",
+                str(DATA / "bub_run_tape.jsonl"),
+                "--model",
+                "m",
+                "--base-url",
+                server.base_url,
+                "--json",
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    assert {snapshot["prompt"]["version"] for snapshot in json.loads(result.stdout)} == {5}

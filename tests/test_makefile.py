@@ -41,12 +41,13 @@ def test_setup_local_says_what_it_builds_how_long_it_takes_and_reports_while_it_
     lines = done.stdout.splitlines()
     assert (
         lines[0]
-        == "Building llama-cpp-python from source with portable CPU flags: usually 6-7 min on 2 cores."
+        == "Installing llama-cpp-python: built from source with portable CPU flags (usually 6-7 min on"
     )
-    ticks = [line for line in lines if "still building llama-cpp-python" in line]
+    assert lines[1].startswith("2 cores) unless uv has a wheel it built before.")
+    ticks = [line for line in lines if "still installing llama-cpp-python" in line]
     assert ticks[:2] == [
-        "  ... still building llama-cpp-python (1 s so far)",
-        "  ... still building llama-cpp-python (2 s so far)",
+        "  ... still installing llama-cpp-python (1 s so far)",
+        "  ... still installing llama-cpp-python (2 s so far)",
     ]
     assert lines[-1].startswith("Local model set-up finished in ")
 
@@ -54,3 +55,31 @@ def test_setup_local_says_what_it_builds_how_long_it_takes_and_reports_while_it_
 def test_setup_local_passes_on_a_failed_build() -> None:
     done = make("-o", "setup", "setup-local", "VENV_PY=/nonexistent", "UV=sh -c 'exit 3' --")
     assert done.returncode != 0 and "finished in" in done.stdout
+
+
+def test_uv_is_pinned_for_the_lock_file_and_the_vendored_store_plugins() -> None:
+    planned = make("-n", "-B", "setup")
+    [install] = [line for line in planned.stdout.splitlines() if "pip install" in line]
+    assert install.endswith(" uv==0.9.30")  # uv-build >=0.9.7,<0.10 builds the vendored plugins
+
+
+def test_the_environment_holds_no_store_plugin_bub_would_pick() -> None:
+    """bub loads every installed store plugin and the last one wins: one in the environment makes
+    ``bub run`` pick a Redis or SQL store that no server backs. They live in .stores/ instead."""
+    import os
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from importlib.metadata import entry_points; print(sorted(e.name for e in entry_points(group='bub')))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+        cwd="/",
+    )
+    assert "semantic-memory" in listed.stdout and "tapestore" not in listed.stdout, listed.stdout

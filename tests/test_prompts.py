@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import zipfile
@@ -78,20 +79,44 @@ def test_new_version_is_an_editable_unreleased_copy(library: PromptLibrary) -> N
     assert library.load(str(template)).sha256 != library.load("extract@1").sha256
 
 
-def test_a_bare_name_picks_the_promoted_version(library: PromptLibrary) -> None:
-    promoted = library.manifest().promoted["extract"].version
-    assert library.resolve("extract") == ("extract", promoted)
-    assert library.resolve("extract@promoted") == ("extract", promoted)
+def test_a_bare_name_picks_the_version_promoted_for_the_models_class(library: PromptLibrary) -> None:
+    promoted = library.manifest().promoted["extract"]
+    for model_class, promotion in promoted.items():
+        assert library.resolve("extract", model_class=model_class) == ("extract", promotion.version)
+        assert library.resolve("extract@promoted", model_class=model_class) == ("extract", promotion.version)
 
 
-def test_promote_records_version_model_and_scores(library: PromptLibrary) -> None:
-    template = library.load("extract@1")
-    library.promote(template, model="gpt-x", scores={"entity_f1": 0.8}, baseline=None, tolerance=0.02)
+def test_promote_records_version_model_class_and_scores(library: PromptLibrary) -> None:
+    library.promote(
+        library.load("extract@1"),
+        model="gpt-x",
+        model_class="hosted",
+        scores={"entity_f1": 0.8},
+        baseline=None,
+        tolerance=0.02,
+        cost={"ratio": 3.9},
+    )
     manifest = library.manifest()
-    assert manifest.promoted["extract"].version == 1
-    assert manifest.promoted["extract"].model == "gpt-x"
-    assert library.load("extract").version == 1
-    assert library.load("extract@promoted").version == 1
+    assert manifest.promoted["extract"]["hosted"].version == 1
+    assert manifest.promoted["extract"]["hosted"].model == "gpt-x"
+    assert manifest.promoted["extract"]["hosted"].cost == {"ratio": 3.9}
+    assert library.load("extract", model_class="hosted").version == 1
+    assert library.load("extract@promoted", model_class="hosted").version == 1
+    local = PromptLibrary().manifest().promoted["extract"]["local"].version
+    assert library.load("extract", model_class="local").version == local  # the other class keeps its own
+
+
+def test_a_manifest_with_one_promotion_per_name_reads_as_the_class_of_its_model(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "prompts", tmp_path / "prompts")
+    library = PromptLibrary(tmp_path / "prompts")
+    record = {"version": 2, "sha256": library.load("extract@2").sha256, "model": "gpt-4o-mini"}
+    data = json.loads(library.manifest_path.read_text(encoding="utf-8"))
+    library.manifest_path.write_text(json.dumps({**data, "promoted": {"extract": record}}), encoding="utf-8")
+    manifest = library.manifest()
+    assert set(manifest.promoted["extract"]) == {"hosted"}
+    assert library.load("extract", model_class="hosted").version == 2
+    # a class with nothing promoted takes another class's promotion before the newest released version
+    assert library.load("extract", model_class="local").version == 2
 
 
 def test_a_prompt_without_front_matter_is_a_format_error(library: PromptLibrary) -> None:

@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 import email.utils
+import re
+import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import httpx2
 import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
+from bub_semantic_memory._errors import ConfigurationError
 from bub_semantic_memory.backends._transport import (
     CallLedger,
     EndpointFailure,
@@ -26,6 +30,7 @@ from bub_semantic_memory.backends._transport import (
     _retry_after_seconds,
     send_with_retries,
 )
+from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
     closed_port_url,
@@ -173,6 +178,47 @@ async def test_a_refused_connection_is_transient() -> None:
     assert error.transient
     assert error.reason.startswith("connection failed")
     assert call.usage.requests == 3
+
+
+def unresolvable(request: httpx.Request) -> httpx.Response:
+    """What the network stack raises for a host name that does not exist."""
+    raise httpx.ConnectError("[Errno -2] Name or service not known", request=request) from socket.gaierror(
+        socket.EAI_NONAME, "Name or service not known"
+    )
+
+
+async def test_a_host_that_does_not_resolve_fails_on_the_first_request_naming_it() -> None:
+    call = ledger(transport_attempts=5)
+    client = OpenAIBackend(
+        base_url="http://llm.example.internal/v1",
+        api_key="k",
+        http_client=httpx.AsyncClient(transport=httpx.MockTransport(unresolvable)),
+    )
+    with pytest.raises(EndpointFailure) as info:
+        await send_with_retries(call, lambda: client.create(model="m", messages=MESSAGES))
+    await client.aclose()
+    assert not info.value.transient and call.usage.requests == 1
+    assert (
+        "'llm.example.internal' does not resolve" in info.value.reason and "--base-url" in info.value.reason
+    )
+
+
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"model": "http://127.0.0.1:1/v1"}, "is a URL: pass the endpoint as --base-url"),
+        (
+            {"model": "m", "base_url": "not-a-url"},
+            "is no http:// or https:// URL with a host: fix --base-url",
+        ),
+        ({"model": "m", "base_url": "ftp://host/v1"}, "is no http:// or https:// URL with a host"),
+    ],
+)
+def test_an_endpoint_that_cannot_work_is_refused_before_any_request(
+    settings: dict[str, str], named: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(named)):
+        ExtractorConfig(**settings)  # type: ignore[arg-type]
 
 
 # --- Retry-After -----------------------------------------------------------------------------------

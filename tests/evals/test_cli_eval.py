@@ -263,25 +263,30 @@ def test_prompts_promote_exits_non_zero_when_the_gate_refuses(tmp_path: Path) ->
     assert first.exit_code == 0, first.output
     assert "Promoted extract@1" in first.stdout
 
+    # A candidate within the hosted budget that the model answers worse: extract@1 with a note.
+    draft = library.new_version("extract", base="extract@1")
+    draft.write_text(draft.read_text(encoding="utf-8").replace("Rules:", "Rules (draft):"), encoding="utf-8")
+
     def respond(request):
-        return (
-            worse(request)
-            if "First write `reasoning`" in str(request.messages[0]["content"])
-            else good(request)
-        )
+        return worse(request) if "Rules (draft):" in str(request.messages[0]["content"]) else good(request)
 
     with FakeOpenAIServer(responder=respond) as server:
         refused = runner.invoke(
-            app, ["prompts", "promote", "extract@2", "--base-url", server.base_url, *base]
+            app, ["prompts", "promote", f"extract@{draft.stem[1:]}", "--base-url", server.base_url, *base]
         )
     assert refused.exit_code == 1
     *progress, wrote, error = refused.stderr.splitlines()  # a line per fixture, the report, the error
-    assert error.startswith("Error: extract@2 was not promoted: relation F1 dropped")
+    assert error.startswith(
+        f"Error: extract@{draft.stem[1:]} was not promoted for hosted models: relation F1 dropped"
+    )
     assert len(progress) == 12 and all(line.startswith("[") for line in progress)
     assert wrote.startswith("Wrote ") and "report.json" in wrote
     kept = json.loads((tmp_path / "gate" / "report.json").read_text(encoding="utf-8"))
-    assert [run["prompt"] for run in kept["runs"]] == ["extract@1", "extract@2"]  # the refusing run is kept
+    assert [run["prompt"] for run in kept["runs"]] == ["extract@1", f"extract@{draft.stem[1:]}"]  # it is kept
     listed = json.loads(
         runner.invoke(app, ["prompts", "list", "--json", "--prompts-dir", str(prompts)]).stdout
     )
-    assert {r["prompt"]: r["status"] for r in listed}["extract@1"] == "promoted"
+    assert {r["prompt"]: (r["status"], r["promoted_for"]) for r in listed}["extract@1"] == (
+        "promoted",
+        ["hosted"],
+    )

@@ -184,9 +184,10 @@ def test_summary_table_columns_and_rows() -> None:
         "Relation P",
         "Relation R",
         "Relation F1",
-        "First-try valid",
+        "Windows without a re-ask",
         "Success rate",
-        "Mean attempts",
+        "Re-asks per window",
+        "Answers per window",
         "Prompt tokens",
         "Completion tokens",
         "Requests made",
@@ -199,8 +200,13 @@ def test_summary_table_columns_and_rows() -> None:
     for label in labels:
         assert len(row_cells(text, label)) == 4, label
     assert row_cells(text, "Entity P") == ["Entity P", "0.667", "1.000", "+0.333"]
-    assert row_cells(text, "First-try valid") == ["First-try valid", "50.0%", "100.0%", "+50.0 pp"]
-    assert row_cells(text, "Mean attempts") == ["Mean attempts", "1.50", "1.00", "-0.50"]
+    assert row_cells(text, "Windows without a re-ask") == [
+        "Windows without a re-ask",
+        "50.0%",
+        "100.0%",
+        "+50.0 pp",
+    ]
+    assert row_cells(text, "Answers per window") == ["Answers per window", "1.50", "1.00", "-0.50"]
     # One of the two fixtures came from the cache: the token counts say so.
     assert row_cells(text, "Prompt tokens") == [
         "Prompt tokens",
@@ -362,9 +368,10 @@ def test_markdown_snapshot() -> None:
 | Relation P | – |
 | Relation R | – |
 | Relation F1 | – |
-| First-try valid | 100.0% |
+| Windows without a re-ask | 100.0% |
 | Success rate | 100.0% |
-| Mean attempts | 1.00 |
+| Re-asks per window | 0.00 |
+| Answers per window | 1.00 |
 | Prompt tokens | 1,000 |
 | Cached prompt tokens | 400 |
 | Completion tokens | 50 |
@@ -396,7 +403,7 @@ None.
 
 #### `f1`
 
-Entities P 0.500 · R 1.000 · F1 0.667; relations P – · R – · F1 –
+Entities P 0.500 · R 1.000 · F1 0.667; relations P – · R – · F1 – (no gold items and nothing extracted: nothing to score)
 
 - Spurious entities:
   - `person:Eve`
@@ -492,8 +499,10 @@ def test_html_explains_how_to_read_it() -> None:
         "Recall (R)",
         "F1",
         "Untyped",
-        "First-try valid",
+        "Windows without a re-ask",
         "Success rate",
+        "Re-asks per window",
+        "Answers per window",
         "Δ and 95% CI",
     ):
         assert f"<dt>{term}</dt>" in section

@@ -315,10 +315,11 @@ async def test_promote_refuses_a_worse_candidate_and_keeps_the_current_one(tmp_p
     golds = [f.gold for f in QUICK]
     with FakeOpenAIServer(responder=OracleResponder.from_golds(golds)) as good:
         outcome = await promote(
-            library, library.load("extract@1"), QUICK, options(good, tmp_path, cache="off")
+            library, library.load("extract@1"), QUICK, options(good, tmp_path, cache="off"), budgets={}
         )
-    assert library.manifest().promoted["extract"].version == 1
+    assert library.manifest().promoted["extract"]["hosted"].version == 1
     assert outcome.promotion.model == "oracle" and outcome.promotion.scores["relation_f1"] > 0.9
+    assert outcome.promotion.model_class == "hosted"
 
     worse = OracleResponder.from_golds(golds, drop_relations=True)
 
@@ -329,11 +330,13 @@ async def test_promote_refuses_a_worse_candidate_and_keeps_the_current_one(tmp_p
     good_oracle = OracleResponder.from_golds(golds)
     with (
         FakeOpenAIServer(responder=respond) as server,
-        pytest.raises(GateError, match=r"extract@2 was not promoted: relation F1 dropped"),
+        pytest.raises(GateError, match=r"extract@2 was not promoted for hosted models: relation F1 dropped"),
     ):
-        await promote(library, library.load("extract@2"), QUICK, options(server, tmp_path, cache="off"))
-    assert library.manifest().promoted["extract"].version == 1
-    assert library.load("extract").version == 1  # the plugin keeps loading the promoted version
+        await promote(
+            library, library.load("extract@2"), QUICK, options(server, tmp_path, cache="off"), budgets={}
+        )
+    assert library.manifest().promoted["extract"]["hosted"].version == 1
+    assert library.load("extract", model_class="hosted").version == 1  # the plugin keeps the promoted one
 
 
 async def test_the_classify_strategy_against_an_oracle_finds_every_gold_entity_named_by_a_candidate(

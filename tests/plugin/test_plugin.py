@@ -4,6 +4,7 @@ import asyncio
 import inspect
 import itertools
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.plugin._hooks import TAPE_STATE_KEY, SemanticMemoryPlugin
 from bub_semantic_memory.plugin._settings import load_settings, resolve_endpoint
 from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name
-from bub_semantic_memory.testing import status_reply
+from bub_semantic_memory.testing import status_reply, tool_call_reply
 from tests.conftest import make_snapshot
 from tests.plugin.conftest import MAYA, Harness
 
@@ -92,6 +93,26 @@ async def test_a_failing_extractor_never_fails_the_turn_and_is_retried_later(har
     assert plugin.stats["extractions"] == 1
     assert "Maya Lin" in (harness.extraction_requests()[-1].transcript() or "")  # the backlog, once
     assert graph.watermark > 0 and len(graph) == 2
+
+
+async def test_a_failed_extraction_is_reported_once_by_the_plugin_and_not_by_instructor(
+    harness: Harness, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Instructor logs exhausted re-asks at ERROR ("Max retries exceeded..."): in a bub run that is an
+    unprefixed line beside the plugin's own warning."""
+    instructor_logger = logging.getLogger("instructor")
+    monkeypatch.setattr(instructor_logger, "level", logging.NOTSET)  # as in a fresh bub process
+    invalid = {"entities": [{"name": "Nobody", "type": "spaceship", "evidence": [1]}], "relations": []}
+    harness.server.responder = lambda request: tool_call_reply(
+        request.tool_schema_name() or "Extraction", invalid
+    )
+    framework, plugin, _stub = harness.framework()
+    with caplog.at_level(logging.WARNING):
+        result = await harness.turn(framework, "I'm Maya Lin and I live in Lisbon.")
+    assert result.model_output == "ok" and plugin.stats["extraction_failures"] == 1
+    ours = [r for r in caplog.records if r.name.startswith("bub_semantic_memory")]
+    assert [r.getMessage() for r in ours if "will retry on a later turn" in r.getMessage()]
+    assert not [r for r in caplog.records if r.name.startswith("instructor")]
 
 
 async def test_a_crashing_extractor_never_fails_the_turn(

@@ -9,6 +9,7 @@ cannot start skips its store's tests on a developer machine and fails them under
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import itertools
 import os
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 from bub.store import AsyncTapeStore, FileTapeStore, TapeStore
 
+from tests.conftest import STORE_PLUGINS
 from tests.helpers.store_plugins import mask_store_plugins
 from tests.stores.servers import PostgresServer, RedisServer, ServerUnavailable
 
@@ -146,6 +148,11 @@ def make_backend(
     number = next(_NUMBERS)
     if name == "file":
         return Backend(name, home, {}, mask_store_plugins(tmp_path / "masks-file"))
+    plugin = "bub_tapestore_redis" if name == "redis" else "bub_tapestore_sqlalchemy"
+    if importlib.util.find_spec(plugin) is None:
+        unavailable(
+            f"bub's {name} tape store", RuntimeError(f"{plugin} is not in {STORE_PLUGINS}: run 'make stores'")
+        )
     masks = mask_store_plugins(tmp_path / f"masks-{name}", keep="redis" if name == "redis" else "sqlalchemy")
     if name == "sqlite":
         url = f"sqlite+pysqlite:///{home / 'tapes.db'}"
@@ -177,5 +184,5 @@ def backend(
         monkeypatch.setenv(key, value)
     # Replace the suite's file-store-only mask (tests/conftest.py) with this store's.
     monkeypatch.setattr(sys, "path", [str(chosen.masks), *(p for p in sys.path if p != str(file_store_only))])
-    monkeypatch.setenv("PYTHONPATH", str(chosen.masks))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(chosen.masks), str(STORE_PLUGINS)]))
     return chosen

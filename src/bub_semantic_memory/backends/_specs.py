@@ -22,9 +22,9 @@ from bub_semantic_memory._errors import ConfigurationError
 from bub_semantic_memory.backends._local_models import DEFAULT_LOCAL_MODEL, REGISTRY
 
 if TYPE_CHECKING:
-    from bub_semantic_memory.backends._transport import ChatBackend
+    from bub_semantic_memory.backends._transport import ChatBackend, ModelClass
 
-__all__ = ["LocalSpec", "is_local_spec", "model_note", "open_backend", "parse_local_spec"]
+__all__ = ["LocalSpec", "is_local_spec", "model_class_of", "model_note", "open_backend", "parse_local_spec"]
 
 _PREFIX = "local:"
 
@@ -64,7 +64,16 @@ def parse_local_spec(spec: str) -> LocalSpec | None:
 
 
 def model_note(spec: str) -> str:
-    """What a packaged local model is, for reports and logs (empty for anything else)."""
+    """What a packaged model is, for reports and logs (empty for anything else).
+
+    A hosted model named like a packaged one is that model behind llama.cpp's HTTP server
+    (``semantic-memory serve``): the hosted code path, measured as a proxy for hosted models.
+    """
+    if spec in REGISTRY:
+        return (
+            f"{spec} served over HTTP by llama.cpp's OpenAI-compatible server (tools mode): the hosted "
+            "code path, a proxy for hosted models, which may score otherwise"
+        )
     try:
         local = parse_local_spec(spec)
     except ConfigurationError:
@@ -73,6 +82,11 @@ def model_note(spec: str) -> str:
         return ""
     purpose = REGISTRY[local.name].purpose
     return f"{local.name} ({purpose}); local CPU model, hosted models may score otherwise"
+
+
+def model_class_of(spec: str) -> ModelClass:
+    """The class of the backend a spec opens: ``local`` (in this process) or ``hosted``."""
+    return "local" if is_local_spec(spec) else "hosted"
 
 
 def open_backend(

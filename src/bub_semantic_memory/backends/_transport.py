@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -228,9 +229,15 @@ class _NotACompletion(Exception):
 
 
 def _is_transient(exc: BaseException) -> bool:
-    """Whether a retry can fix ``exc``: 429, 408/409/5xx, timeouts, connection and body faults."""
+    """Whether a retry can fix ``exc``: 429, 408/409/5xx, timeouts, connection and body faults.
+
+    A host name that does not resolve, or a URL that is no HTTP URL, is a configuration
+    error: asking again gives the same answer.
+    """
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _TRANSIENT_STATUS
+    if _unresolved_host(exc) is not None or _unsupported_protocol(exc):
+        return False
     if isinstance(
         exc, openai.APIConnectionError | openai.APIResponseValidationError | _EmptyChoices | _NotACompletion
     ):
@@ -266,6 +273,39 @@ def _retry_after_seconds(exc: BaseException | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
+_SETTING = "check the endpoint URL (--base-url, or BUB_SEMANTIC_MEMORY_BASE_URL for the plugin)"
+_NO_SUCH_NAME = frozenset(
+    code
+    for code in (getattr(socket, "EAI_NONAME", None), getattr(socket, "EAI_NODATA", None))
+    if code is not None
+)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _unresolved_host(exc: BaseException) -> str | None:
+    """The host of a request whose name does not resolve (not a passing DNS fault), if ``exc`` is one."""
+    if not isinstance(exc, openai.APIConnectionError):
+        return None
+    if not any(isinstance(c, socket.gaierror) and c.errno in _NO_SUCH_NAME for c in _causes(exc)):
+        return None
+    request = getattr(exc, "request", None)
+    return str(getattr(getattr(request, "url", None), "host", "") or "") or "?"
+
+
+def _unsupported_protocol(exc: BaseException) -> bool:
+    return isinstance(exc, openai.APIConnectionError) and any(
+        type(c).__name__ == "UnsupportedProtocol" for c in _causes(exc)
+    )
+
+
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, openai.APIStatusError):
         body = exc.body
@@ -274,6 +314,10 @@ def _describe(exc: BaseException) -> str:
         return f"HTTP {exc.status_code} from the endpoint: {text[:300]}"
     if isinstance(exc, openai.APITimeoutError):
         return "the request timed out"
+    if (host := _unresolved_host(exc)) is not None:
+        return f"the endpoint's host {host!r} does not resolve (no such name): {_SETTING}"
+    if _unsupported_protocol(exc):
+        return f"the endpoint URL is no http:// or https:// URL: {_SETTING}"
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__
         return f"connection failed ({type(cause).__name__ if cause else 'connection error'}: {cause or exc})"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typer
 
-from bub_semantic_memory.cli import _app, _common, eval_cmd, memory_cmd, models_cmd, prompts_cmd
+from bub_semantic_memory.cli import _app, _common, eval_cmd, memory_cmd, models_cmd, prompts_cmd, serve_cmd
 
 __all__ = ["app", "main"]
 
@@ -33,6 +33,7 @@ app.add_typer(prompts_cmd.app, name="prompts")
 app.add_typer(eval_cmd.app, name="eval")
 app.add_typer(eval_cmd.fixtures_app, name="fixtures")
 app.command("models")(models_cmd.models)
+app.command("serve")(serve_cmd.serve)
 
 
 def main() -> None:

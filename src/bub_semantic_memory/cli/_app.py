@@ -90,8 +90,15 @@ class _HelpText:
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    """Lines of at most ``width`` columns, breaking only at spaces (a longer word gets its own line)."""
-    return textwrap.wrap(" ".join(text.split()), width, break_long_words=False, break_on_hyphens=False)
+    """Lines of at most ``width`` columns, breaking only at spaces (a longer word gets its own line).
+
+    Docstrings mark code with double backticks; a terminal shows the code alone.
+    """
+    plain = _CODE.sub(r"\1", " ".join(text.split()))
+    return textwrap.wrap(plain, width, break_long_words=False, break_on_hyphens=False)
+
+
+_CODE = re.compile(r"``([^`]+)``")
 
 
 def _write_help(command: TyperCommand | TyperGroup, ctx: typer.Context, formatter: Any) -> None:
@@ -114,7 +121,7 @@ def _write_help(command: TyperCommand | TyperGroup, ctx: typer.Context, formatte
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
             if sub is not None and not sub.hidden:
-                rows.append((name, sub.get_short_help_str(limit=1000)))
+                rows.append((name, _CODE.sub(r"\1", sub.get_short_help_str(limit=1000))))
         if rows:
             help_text.section("Commands", rows)
     if command.epilog:
@@ -209,7 +216,7 @@ def new_app(help_text: str, *, cls: type[TyperGroup] = Group, **kwargs: Any) -> 
 
 
 class PromotedPrompt:
-    """The default ``--prompt``: the promoted version of ``extract`` in the chosen prompt directory.
+    """The default ``--prompt``: the version of ``extract`` promoted for the model's class.
 
     The value is the bare name ``extract``, which :class:`~bub_semantic_memory.extraction.PromptLibrary`
     resolves to the promoted version of whatever ``--prompts-dir`` holds (the plugin's
@@ -230,10 +237,13 @@ class PromotedPrompt:
         from bub_semantic_memory.extraction._prompts import PromptLibrary
 
         try:
-            _, version = PromptLibrary().resolve(self.name)
+            promoted = PromptLibrary().manifest().promoted.get(self.name, {})
         except SemanticMemoryError:
-            return f"{self.name}, the promoted version"
-        return f"{self.name}, the promoted version: {self.name}@{version}"
+            promoted = {}
+        if not promoted:
+            return f"{self.name}, the version promoted for the model's class"
+        versions = ", ".join(f"{self.name}@{p.version} for {c}" for c, p in sorted(promoted.items()))
+        return f"{self.name}, the version promoted for the model's class: {versions}"
 
 
 PROMOTED_PROMPT = PromotedPrompt()

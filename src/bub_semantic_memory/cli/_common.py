@@ -19,6 +19,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from bub_semantic_memory._errors import SemanticMemoryError
+from bub_semantic_memory._logging import quiet_dependencies
 
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -36,9 +37,7 @@ def configure_logging(verbose: bool) -> None:
         stream=sys.stderr,
         force=True,
     )
-    if not verbose:
-        for noisy in ("instructor", "httpx", "httpx2", "openai"):
-            logging.getLogger(noisy).setLevel(logging.CRITICAL)
+    quiet_dependencies()
 
 
 def is_verbose() -> bool:

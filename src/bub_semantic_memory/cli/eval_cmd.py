@@ -104,7 +104,7 @@ def run(
     of its own. Gold that cannot be scored (types outside the ontology, relations to
     non-entities) is reported before the run starts.
     """
-    from bub_semantic_memory.backends._specs import model_note
+    from bub_semantic_memory.backends._specs import model_class_of, model_note
     from bub_semantic_memory.evals.runner import RunOptions, run_eval
 
     if replay and no_cache:
@@ -119,7 +119,7 @@ def run(
         deadline=deadline,
         request_timeout=request_timeout,
     )
-    templates = [config.library().load(ref) for ref in prompts]
+    templates = [config.library().load(ref, model_class=model_class_of(model)) for ref in prompts]
     selected = opt.load_selected(fixtures, tags, ids)
     dataset_ontology = _dataset_ontology(fixtures)
     labels = _label_space(selected, dataset_ontology or templates[0].ontology, label_map)

@@ -51,19 +51,17 @@ def list_prompts(
     manifest = library.manifest()
     rows = []
     for name in library.names():
-        promoted = manifest.promoted.get(name)
+        promoted = manifest.promoted.get(name, {})
         for version in library.versions(name):
             template = PromptTemplate.from_file(library.root / name / f"v{version}.md")
             ref = str(template)
-            status = (
-                "promoted"
-                if promoted and promoted.version == version
-                else ("released" if ref in manifest.released else "draft")
-            )
+            classes = sorted(c for c, promotion in promoted.items() if promotion.version == version)
+            status = "promoted" if classes else ("released" if ref in manifest.released else "draft")
             rows.append(
                 {
                     "prompt": ref,
                     "status": status,
+                    "promoted_for": classes,
                     "strategy": template.strategy,
                     "sha256": template.sha256,
                     "description": template.description,
@@ -74,7 +72,8 @@ def list_prompts(
         return
     for row in rows:
         stdout.print(
-            f"{row['prompt']:<12} {row['status']:<9} {row['sha256'][:12]}  {row['description']}", markup=False
+            f"{row['prompt']:<12} {row['status']:<24} {row['sha256'][:12]}  {row['description']}",
+            markup=False,
         )
 
 
@@ -183,6 +182,12 @@ def promote_prompt(
     tolerance: float = typer.Option(
         0.02, "--tolerance", min=0.0, help="Largest allowed drop of F1 or success rate."
     ),
+    baseline: str | None = typer.Option(
+        None,
+        "--baseline",
+        help="The version to compare with (default: the one promoted for the model's class).",
+        show_default=False,
+    ),
     reasks: int | None = opt.REASKS,
     deadline: float | None = opt.DEADLINE,
     request_timeout: float | None = opt.REQUEST_TIMEOUT,
@@ -193,7 +198,12 @@ def promote_prompt(
     cache_dir: Path = opt.CACHE_DIR,
     prompts_dir: Path | None = opt.PROMPTS_DIR,
 ) -> None:
-    """Promote REF for the plugin if it does not regress against the promoted version on the fixtures."""
+    """Promote REF for the model's class (local or hosted) if it does not regress on the fixtures.
+
+    The class is the model's: local for a model run in process, hosted for an endpoint. A
+    hosted candidate must also stay within the hosted cost budget on the budget session
+    (evals/budget/), tool schemas included, whatever it scores.
+    """
     from bub_semantic_memory._errors import GateError
     from bub_semantic_memory.evals.gate import promote
     from bub_semantic_memory.evals.report import Report
@@ -211,6 +221,7 @@ def promote_prompt(
     )
     library = writable_library(prompts_dir)
     candidate = library.load(ref)
+    compared = library.load(baseline) if baseline is not None else None
     options = RunOptions(
         extractor=config.replace(prompts_dir=library.root),
         concurrency=concurrency,
@@ -224,6 +235,7 @@ def promote_prompt(
                 candidate,
                 selected,
                 options,
+                baseline=compared,
                 tolerance=tolerance,
                 fixtures_dir=fixtures,
                 console=stderr,
@@ -238,7 +250,9 @@ def promote_prompt(
     scores = {name: promotion.scores.get(name) for name in ("entity_f1", "relation_f1")}
     shown = {name: "–" if value is None else f"{value:.3f}" for name, value in scores.items()}
     stdout.print(
-        f"Promoted {candidate} (model {promotion.model}; entity F1 {shown['entity_f1']}, "
-        f"relation F1 {shown['relation_f1']}; baseline {promotion.baseline or 'none'}).",
+        f"Promoted {candidate} for {promotion.model_class} models (model {promotion.model}; entity F1 "
+        f"{shown['entity_f1']}, relation F1 {shown['relation_f1']}; baseline {promotion.baseline or 'none'}"
+        + (f"; {promotion.cost['ratio']:.2f}x the budget session's tokens" if promotion.cost else "")
+        + ").",
         markup=False,
     )

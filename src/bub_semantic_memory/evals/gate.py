@@ -1,24 +1,36 @@
 """The promotion gate: a candidate prompt version replaces the promoted one only if it does not regress.
 
-The gate runs the currently promoted version (the baseline) and the candidate on the
-same fixtures with the same model, and refuses the candidate when its entity F1,
+Promotions are per model class (``local``: a model in this process; ``hosted``: an endpoint
+that bills every request with its tool schemas), decided on that class's code path: the
+model the gate runs decides the class, and the candidate replaces that class's promotion.
+
+The gate runs the class's promoted version (the baseline; or one given) and the candidate
+on the same fixtures with the same model, and refuses the candidate when its entity F1,
 relation F1 or success rate falls more than ``tolerance`` below the baseline's, or when
 it costs more than :data:`MAX_TOKEN_GROWTH` times the baseline's prompt tokens per
 fixture without an F1 gain outside the comparison's 95% interval (a gain is "outside"
 when the interval's lower bound is above 0), or when it obeys an injection (extracts a
 name the gold forbids) in more fixtures than the baseline. With nothing promoted yet, the candidate
 only has to extract at least one fixture.
+
+The relative rules alone let a chain of promotions drift: each version passes against the one
+before it. So a billed class also has an absolute budget (:data:`~.cost.BUDGETS`): the
+candidate's billed prompt tokens on the budget session, tool schemas included, per token of
+the session (:func:`~.cost.measure_cost`); a candidate over it is refused whatever it scores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
 from bub_semantic_memory._errors import GateError
+from bub_semantic_memory.backends._specs import model_class_of
+from bub_semantic_memory.backends._transport import ModelClass
+from bub_semantic_memory.evals.cost import BUDGETS, Cost, load_budget_session, measure_cost, over_budget
 from bub_semantic_memory.evals.dataset import Fixture
 from bub_semantic_memory.evals.report import Comparison, PromptRun, Report
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
@@ -118,19 +130,36 @@ async def promote(
     fixtures: Sequence[Fixture],
     options: RunOptions,
     *,
+    baseline: PromptTemplate | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     fixtures_dir: Path | str = "",
     console: Console | None = None,
+    budget_session: Fixture | None = None,
+    budgets: Mapping[ModelClass, float] = BUDGETS,
 ) -> GateOutcome:
-    """Run baseline and candidate, and promote the candidate if it passes the gate.
+    """Run baseline and candidate, and promote the candidate for the model's class if it passes the gate.
+
+    Args:
+        baseline: the version to compare with (default: the one promoted for the model's class).
+        budget_session: the session the cost budget is measured on (default: :data:`~.cost.BUDGET_TAPE`
+            under the repository's ``evals/``, found beside ``fixtures_dir``).
+        budgets: billed prompt tokens per session token allowed per class (tests of the
+            relative rules alone pass none).
 
     Raises:
-        GateError: the candidate regressed; the message lists every reason.
+        GateError: the candidate regressed or is over its class's budget; the message lists
+            every reason.
     """
-    current = library.manifest().promoted.get(candidate.name)
-    baseline = None
-    if current is not None and current.version != candidate.version:
-        baseline = library.load(f"{candidate.name}@{current.version}")
+    model_class = model_class_of(options.model)
+    cost = await _cost_within_budget(candidate, model_class, options, budget_session, fixtures_dir, budgets)
+    if baseline is None:
+        current = library.manifest().promotion(candidate.name, model_class)
+        if (
+            current is not None
+            and current.model_class == model_class
+            and current.version != candidate.version
+        ):
+            baseline = library.load(f"{candidate.name}@{current.version}")
     prompts = [baseline, candidate] if baseline is not None else [candidate]
     report = await run_eval(fixtures, prompts, options, fixtures_dir=fixtures_dir, console=console)
     base_run = report.runs[0] if baseline is not None else None
@@ -138,12 +167,47 @@ async def promote(
     comparison = report.comparisons[-1] if base_run is not None and report.comparisons else None
     reasons = check_gate(base_run, cand_run, tolerance=tolerance, comparison=comparison)
     if reasons:
-        raise GateError(f"{candidate} was not promoted: " + "; ".join(reasons), report=report)
+        raise GateError(
+            f"{candidate} was not promoted for {model_class} models: " + "; ".join(reasons), report=report
+        )
     promotion = library.promote(
         candidate,
         model=options.model,
+        model_class=model_class,
         scores=_scores(cand_run),
         baseline=base_run.prompt if base_run else None,
         tolerance=tolerance,
+        cost=_cost_record(cost),
     )
     return GateOutcome(promotion=promotion, report=report)
+
+
+async def _cost_within_budget(
+    candidate: PromptTemplate,
+    model_class: ModelClass,
+    options: RunOptions,
+    session: Fixture | None,
+    fixtures_dir: Path | str,
+    budgets: Mapping[ModelClass, float],
+) -> Cost | None:
+    """The candidate's billed cost on the budget session, for a billed class; refuses it when over."""
+    if model_class not in budgets:
+        return None
+    if session is None:
+        session = load_budget_session(Path(fixtures_dir).parent if fixtures_dir else Path("evals"))
+    cost = await measure_cost(candidate, session, config=options.extractor)
+    problem = over_budget(cost, model_class, budgets)
+    if problem is not None:
+        raise GateError(f"{candidate} was not promoted for {model_class} models: {problem}")
+    return cost
+
+
+def _cost_record(cost: Cost | None) -> dict[str, float]:
+    if cost is None:
+        return {}
+    return {
+        "ratio": round(cost.ratio, 3),
+        "effective_ratio": round(cost.effective_ratio, 3),
+        "cached_share": round(cost.cached_share, 4),
+        "requests": float(cost.requests),
+    }

@@ -192,9 +192,9 @@ class _SummaryRow:
         text = self.fmt(value)
         if not self.cache_note or not cached:
             return text
-        if self.cache_note == "latency":  # cached fixtures are left out of latencies
-            return f"{text} ({cached} cached excluded)"
-        return f"{text} (from cache)" if cached == total else f"{text} ({cached}/{total} from cache)"
+        if cached == total:
+            return f"{text} (from cache: the filling run's)"
+        return f"{text} ({cached}/{total} from cache)"
 
 
 def _scores(
@@ -211,10 +211,17 @@ _SUMMARY_ROWS: tuple[_SummaryRow, ...] = (
     *_scores("Entity", lambda m: m.entities, "entity"),
     _SummaryRow("Entity F1 (untyped)", lambda m: m.entities_untyped.f1, _score, _signed),
     *_scores("Relation", lambda m: m.relations, "relation"),
-    _SummaryRow("First-try valid", lambda m: m.schema_valid_first_try, _percent, _signed_points),
+    _SummaryRow("Windows without a re-ask", lambda m: m.schema_valid_first_try, _percent, _signed_points),
     _SummaryRow("Success rate", lambda m: m.success_rate, _percent, _signed_points),
     _SummaryRow(
-        "Mean attempts",
+        "Re-asks per window",
+        lambda m: m.mean_reasks,
+        _two_decimals,
+        _signed_two_decimals,
+        higher_is_better=False,
+    ),
+    _SummaryRow(
+        "Answers per window",
         lambda m: m.mean_attempts,
         _two_decimals,
         _signed_two_decimals,
@@ -434,7 +441,17 @@ def _md_table(grid: _Grid) -> list[str]:
 
 
 def _md_prf(prf: PRF) -> str:
-    return f"P {_score(prf.precision)} · R {_score(prf.recall)} · F1 {_score(prf.f1)}"
+    text = f"P {_score(prf.precision)} · R {_score(prf.recall)} · F1 {_score(prf.f1)}"
+    return f"{text} ({_undefined_why(prf)})" if prf.f1 is None else text
+
+
+def _undefined_why(prf: PRF) -> str:
+    """Why F1 is "–": nothing to divide by."""
+    if prf.gold == 0 and prf.predicted == 0:
+        return "no gold items and nothing extracted: nothing to score"
+    if prf.gold == 0:
+        return f"no gold items; {prf.predicted} extracted, all spurious"
+    return f"nothing extracted of {prf.gold} gold item(s)"
 
 
 def _has_diff(result: FixtureResult) -> bool:
@@ -492,7 +509,11 @@ def _md_run_fixtures(run: PromptRun) -> list[str]:
 
 
 def _md_scores(result: FixtureResult) -> str:
-    return f"entity F1 {_score(result.entities.f1)}, relation F1 {_score(result.relations.f1)}"
+    return f"entity F1 {_md_f1(result.entities)}, relation F1 {_md_f1(result.relations)}"
+
+
+def _md_f1(prf: PRF) -> str:
+    return _score(prf.f1) if prf.f1 is not None else f"{_score(prf.f1)} ({_undefined_why(prf)})"
 
 
 def _md_cached(result: FixtureResult) -> str:
@@ -518,6 +539,10 @@ def to_markdown(report: Report) -> str:
         f"- Fixtures: {len(report.fixture_ids)}",
         f"- Runs: {len(report.runs)}",
         *(f"- Model {_md_code(model)}: {note}" for model, note in report.model_notes().items()),
+        *(
+            f"- Model class of {_md_code(model)}: {model_class} (the promotion a bare prompt name means)"
+            for model, model_class in report.model_classes().items()
+        ),
         "",
         "## Summary",
         "",

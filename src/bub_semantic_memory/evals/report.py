@@ -89,7 +89,10 @@ class Metrics(BaseModel):
         description="Share of extraction calls whose first answer was valid."
     )
     success_rate: float = Field(description="Share of fixtures extracted completely.")
-    mean_attempts: float = Field(description="Model answers per extraction call (1.0: no re-asks).")
+    mean_attempts: float = Field(
+        description="Model answers per extracted window: one per step of the strategy, plus re-asks."
+    )
+    mean_reasks: float = Field(default=0.0, description="Re-asks per extracted window (0.0: none).")
     calls: int = 0
     prompt_tokens: int = 0
     cached_tokens: int = Field(
@@ -122,6 +125,8 @@ class PromptRun(BaseModel):
     mode: str
     metrics: Metrics
     fixtures: list[FixtureResult]
+    model_class: str | None = None
+    """``local`` or ``hosted`` (how the model's requests are billed); None in reports made before."""
     model_note: str = ""
     """What the model is, when the harness knows (the packaged local smoke-test model)."""
 
@@ -141,6 +146,10 @@ class Comparison(BaseModel):
 
 class Report(BaseModel):
     """``report.json``: every run of an eval, and comparisons of each run with the first."""
+
+    def model_classes(self) -> dict[str, str]:
+        """``{model: class}`` for the runs that recorded their model class, in run order."""
+        return {run.model: run.model_class for run in self.runs if run.model_class}
 
     def model_notes(self) -> dict[str, str]:
         """``{model: note}`` for the runs whose model carries a note, in run order."""

@@ -211,8 +211,8 @@ def _metrics(
     dataset = aggregate(scores)
     calls = sum(r.calls for r in results)
     attempts = sum(r.usage.attempts for r in results)
-    # Cached fixtures carry the original run's latencies: not a measurement of this run.
-    latencies = [latency for r in results if not r.cached for latency in r.call_latencies_s]
+    # A cached fixture carries the latencies of the run that filled the cache (the report says so).
+    latencies = [latency for r in results for latency in r.call_latencies_s]
     return Metrics(
         fixtures=len(results),
         failed_fixtures=sum(1 for r in results if not r.ok),
@@ -226,6 +226,7 @@ def _metrics(
         else 1.0,
         success_rate=round(sum(1 for r in results if r.ok) / len(results), 4) if results else 0.0,
         mean_attempts=round(attempts / calls, 4) if calls else 0.0,
+        mean_reasks=round(sum(r.usage.reasks for r in results) / calls, 4) if calls else 0.0,
         calls=calls,
         prompt_tokens=sum(r.usage.prompt_tokens for r in results),
         cached_tokens=sum(r.usage.cached_tokens for r in results),
@@ -303,6 +304,7 @@ async def _run_prompt(
         prompt_sha256=prompt.sha256,
         ontology_sha256=prompt.ontology_sha256,
         model=options.model,
+        model_class=runner.extractor.traits.model_class,
         mode=runner.extractor.mode,
         metrics=_metrics(
             [r for r, _ in scored],

@@ -13,14 +13,16 @@ and the evals therefore run the same bounds for the same model.
 from __future__ import annotations
 
 import dataclasses
+import re
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bub_semantic_memory._errors import ConfigurationError
 from bub_semantic_memory.backends._specs import open_backend
-from bub_semantic_memory.backends._transport import BackendTraits, ChatBackend, RetryPolicy
-from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.backends._transport import BackendTraits, ChatBackend, ModelClass, RetryPolicy
+from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate, WindowShape
 from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import LineLimits
 
@@ -37,6 +39,9 @@ _MIN_CHUNK_TOKENS = 300
 # one listed known entity; a window is planned within what is left of the context.
 _PROMPT_OVERHEAD_TOKENS = 2000
 _KNOWN_ENTITY_TOKENS = 12
+_OVERLAP_LINES = 4
+_OVERLAP_TOKENS = 250
+_KNOWN_ENTITIES = 20
 _BOUND = {"bound": True}
 """Field metadata of the settings :meth:`ExtractorConfig.resolve` turns into :class:`CallBounds`."""
 _NOT_AN_ANSWER_INPUT = {"answer": False}
@@ -51,11 +56,50 @@ class CallBounds:
         retry: re-asks, transport attempts, request cap, deadline and timeouts.
         max_output_tokens: ``max_tokens`` of each request.
         chunk_tokens: estimated tokens of new transcript per call.
+        overlap_lines, overlap_tokens: earlier context shown with each window (already extracted).
+        max_known_entities: known entities listed in the prompt.
     """
 
     retry: RetryPolicy
     max_output_tokens: int
     chunk_tokens: int
+    overlap_lines: int = 4
+    overlap_tokens: int = 250
+    max_known_entities: int = 20
+
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _check_base_url(base_url: str) -> None:
+    """Refuse an endpoint that is no http(s) URL with a host: no request to it could succeed."""
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"the endpoint {base_url!r} is no http:// or https:// URL with a host: "
+            "fix --base-url (BUB_SEMANTIC_MEMORY_BASE_URL), e.g. http://localhost:8080/v1"
+        )
+
+
+def _first_set(*values: int | None) -> int:
+    """The first value that is set (the last one always is)."""
+    return next(value for value in values if value is not None)
+
+
+def _fitting_chunk_tokens(
+    context_tokens: int | None, output_tokens: int, overlap_tokens: int, known: int
+) -> int:
+    """New transcript per call: 3000 tokens, or what fits a backend whose context is known.
+
+    A window must fit beside the prompt's fixed part, the overlap, the known entities
+    and the answer; a local model opened with a small context would otherwise reject
+    the request ("Requested tokens exceed context window").
+    """
+    if context_tokens is None:
+        return _DEFAULT_CHUNK_TOKENS
+    budget = context_tokens - output_tokens - _PROMPT_OVERHEAD_TOKENS - overlap_tokens
+    budget -= known * _KNOWN_ENTITY_TOKENS
+    return max(_MIN_CHUNK_TOKENS, min(_FITTED_CHUNK_TOKENS, budget))
 
 
 def _resolve_mode(mode: str) -> str:
@@ -75,8 +119,9 @@ class ExtractorConfig:
         base_url: OpenAI-compatible endpoint (``None``: OpenAI's).
         api_key: the endpoint's key (never shown in ``repr``).
         mode: ``tools`` (default), ``json_schema``, ``md_json`` or ``json``.
-        prompt: a prompt reference (``extract@2``; ``extract`` is the promoted version) or a
-            loaded :class:`PromptTemplate` (an eval with a substituted ontology).
+        prompt: a prompt reference (``extract@2``; ``extract`` is the version promoted for the
+            backend's model class) or a loaded :class:`PromptTemplate` (an eval with a
+            substituted ontology).
         prompts_dir: where references are looked up (``None``: the bundled prompts).
         retry: the whole retry policy (back-off times included; ``None``: the backend's).
         reasks, transport_attempts, deadline_s, request_timeout_s: single bounds of the retry
@@ -84,8 +129,10 @@ class ExtractorConfig:
         chunk_tokens: estimated tokens of new transcript per call (``None``: 3000, or what
             fits a backend with a known context size).
         max_output_tokens: ``max_tokens`` of each request (``None``: the backend's default).
-        overlap_lines, overlap_tokens: earlier context shown with each window (already extracted).
-        max_known_entities: known entities listed in the prompt.
+        overlap_lines, overlap_tokens: earlier context shown with each window, already extracted
+            (``None``: as the prompt version declares, else 4 lines and 250 tokens).
+        max_known_entities: known entities listed in the prompt (``None``: as the prompt version
+            declares, else 20).
         temperature: sampling temperature.
         redact_patterns, redact_allowlist: extra secret patterns, and finds to keep (full matches).
         line_limits: per-entry character caps of the rendered transcript.
@@ -104,9 +151,9 @@ class ExtractorConfig:
     request_timeout_s: float | None = field(default=None, metadata=_BOUND)
     chunk_tokens: int | None = field(default=None, metadata=_BOUND)
     max_output_tokens: int | None = field(default=None, metadata=_BOUND)
-    overlap_lines: int = 4
-    overlap_tokens: int = 250
-    max_known_entities: int = 20
+    overlap_lines: int | None = field(default=None, metadata=_BOUND)
+    overlap_tokens: int | None = field(default=None, metadata=_BOUND)
+    max_known_entities: int | None = field(default=None, metadata=_BOUND)
     temperature: float = 0.0
     redact_patterns: tuple[str, ...] = ()
     redact_allowlist: tuple[str, ...] = ()
@@ -115,19 +162,29 @@ class ExtractorConfig:
     def __post_init__(self) -> None:
         if not self.model:
             raise ConfigurationError("no model given: pass --model (or set BUB_SEMANTIC_MEMORY_MODEL)")
+        if _URL.match(self.model):
+            raise ConfigurationError(
+                f"the model {self.model!r} is a URL: pass the endpoint as --base-url "
+                "(BUB_SEMANTIC_MEMORY_BASE_URL) and the model's name at that endpoint as --model "
+                "(BUB_SEMANTIC_MEMORY_MODEL)"
+            )
+        if self.base_url is not None:
+            _check_base_url(self.base_url)
         object.__setattr__(self, "mode", _resolve_mode(self.mode))
         object.__setattr__(self, "redact_patterns", tuple(self.redact_patterns))
         object.__setattr__(self, "redact_allowlist", tuple(self.redact_allowlist))
 
-    def resolve(self, traits: BackendTraits) -> CallBounds:
+    def resolve(self, traits: BackendTraits, window: WindowShape | None = None) -> CallBounds:
         """The bounds of every call for a backend with ``traits``: the one place defaults are decided.
 
-        What is set here wins; what is ``None`` takes the backend's default. A model in
+        What is set here wins; what is ``None`` takes the backend's default, and the context
+        shown with each window takes what the prompt version declares (``window``). A model in
         this process answers in seconds of CPU per request under a grammar that already
         keeps it schema-valid, so it gets one re-ask, a 600 s deadline and a 1,024-token
         output cap; a hosted endpoint gets :class:`RetryPolicy`'s bounds and 2,048 tokens.
         Windows fit the backend's context when it is known.
         """
+        shape = window or WindowShape()
         base = self.retry or (_IN_PROCESS_RETRY if traits.in_process else RetryPolicy())
         changes: dict[str, Any] = {
             name: value
@@ -142,24 +199,20 @@ class ExtractorConfig:
         output = self.max_output_tokens or (
             _IN_PROCESS_OUTPUT_TOKENS if traits.in_process else _HOSTED_OUTPUT_TOKENS
         )
+        overlap_lines = _first_set(self.overlap_lines, shape.overlap_lines, _OVERLAP_LINES)
+        overlap_tokens = _first_set(self.overlap_tokens, shape.overlap_tokens, _OVERLAP_TOKENS)
+        known = _first_set(self.max_known_entities, shape.max_known_entities, _KNOWN_ENTITIES)
+        chunk = self.chunk_tokens or _fitting_chunk_tokens(
+            traits.context_tokens, output, overlap_tokens, known
+        )
         return CallBounds(
             retry=dataclasses.replace(base, **changes),
             max_output_tokens=output,
-            chunk_tokens=self.chunk_tokens or self._fitting_chunk_tokens(traits.context_tokens, output),
+            chunk_tokens=chunk,
+            overlap_lines=overlap_lines,
+            overlap_tokens=overlap_tokens,
+            max_known_entities=known,
         )
-
-    def _fitting_chunk_tokens(self, context_tokens: int | None, output_tokens: int) -> int:
-        """New transcript per call: 3000 tokens, or what fits a backend whose context is known.
-
-        A window must fit beside the prompt's fixed part, the overlap, the known entities
-        and the answer; a local model opened with a small context would otherwise reject
-        the request ("Requested tokens exceed context window").
-        """
-        if context_tokens is None:
-            return _DEFAULT_CHUNK_TOKENS
-        budget = context_tokens - output_tokens - _PROMPT_OVERHEAD_TOKENS - self.overlap_tokens
-        budget -= self.max_known_entities * _KNOWN_ENTITY_TOKENS
-        return max(_MIN_CHUNK_TOKENS, min(_FITTED_CHUNK_TOKENS, budget))
 
     def answer_inputs(self) -> dict[str, Any]:
         """The settings that decide what the model answers, besides the bounds and the prompt.
@@ -189,9 +242,15 @@ class ExtractorConfig:
         """The prompt library references are resolved in."""
         return PromptLibrary(self.prompts_dir)
 
-    def load_prompt(self) -> PromptTemplate:
-        """The prompt version to extract with (loaded and hash-checked)."""
-        return self.prompt if isinstance(self.prompt, PromptTemplate) else self.library().load(self.prompt)
+    def load_prompt(self, model_class: ModelClass | None = None) -> PromptTemplate:
+        """The prompt version to extract with (loaded and hash-checked).
+
+        A bare name (``extract``, the default) is the version promoted for ``model_class``:
+        a version tuned on the local model can cost a hosted model many times more.
+        """
+        if isinstance(self.prompt, PromptTemplate):
+            return self.prompt
+        return self.library().load(self.prompt, model_class=model_class)
 
     def redactor(self) -> Redactor:
         """The secret redactor for everything rendered (on by default)."""

@@ -98,11 +98,11 @@ class Extractor:
         self.config = config
         self.model = config.model
         self.mode = config.mode
-        self.prompt = config.load_prompt()
         self.redactor = config.redactor()
         self.backend = backend or config.open_backend()
         self.traits = self.backend.traits
-        self.bounds = config.resolve(self.traits)
+        self.prompt = config.load_prompt(self.traits.model_class)
+        self.bounds = config.resolve(self.traits, self.prompt.window)
         self.retry = self.bounds.retry
 
     @property
@@ -157,8 +157,8 @@ class Extractor:
             tape_entries,
             watermark=memory.watermark if memory is not None else 0,
             chunk_tokens=self.chunk_tokens,
-            overlap_lines=self.config.overlap_lines,
-            overlap_tokens=self.config.overlap_tokens,
+            overlap_lines=self.bounds.overlap_lines,
+            overlap_tokens=self.bounds.overlap_tokens,
             limits=self.config.line_limits,
             redact=self.redactor,
         )
@@ -270,12 +270,12 @@ class Extractor:
         if memory is not None and len(memory):
             text = "\n".join([window.context.text(), window.lines.text()])
             for key in [*memory.named_in(text), *memory.ranked_keys()]:
-                if len(picked) >= self.config.max_known_entities:
+                if len(picked) >= self.bounds.max_known_entities:
                     break
                 entity = memory.entity(key)
                 if entity is not None and entity.key not in picked:
                     picked[entity.key] = KnownEntity.of(entity)
-        return list(picked.values())[: self.config.max_known_entities]
+        return list(picked.values())[: self.bounds.max_known_entities]
 
     def _scope(self, window: Window, known: dict[str, KnownEntity]) -> ValidationScope:
         return ValidationScope(ontology=self.prompt.ontology, lines=window.all_lines(), known=known)

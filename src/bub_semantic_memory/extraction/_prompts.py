@@ -19,7 +19,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -28,7 +28,7 @@ from typing import Any
 import jinja2
 import jinja2.nodes
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bub_semantic_memory._errors import (
     ConfigurationError,
@@ -38,6 +38,8 @@ from bub_semantic_memory._errors import (
 )
 from bub_semantic_memory._models import PromptRef
 from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.backends._specs import model_class_of
+from bub_semantic_memory.backends._transport import MODEL_CLASSES, ModelClass
 from bub_semantic_memory.extraction._strategies import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -51,6 +53,7 @@ __all__ = [
     "Promotion",
     "PromptLibrary",
     "PromptTemplate",
+    "WindowShape",
     "bundled_prompts_dir",
     "parse_prompt_ref",
     "writable_prompts_dir",
@@ -124,6 +127,20 @@ def parse_prompt_ref(ref: str) -> tuple[str, str]:
     return match["name"], match["version"] or ""
 
 
+class WindowShape(BaseModel):
+    """How much context a prompt version shows with each window (``window:`` in its front matter).
+
+    Each one left out takes the extractor's default (4 lines and 250 tokens of earlier turns,
+    20 known entities). A version for hosted models can show less: every request is billed.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    overlap_lines: int | None = Field(default=None, ge=0)
+    overlap_tokens: int | None = Field(default=None, ge=0)
+    max_known_entities: int | None = Field(default=None, ge=0)
+
+
 class _FrontMatter(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -134,6 +151,7 @@ class _FrontMatter(BaseModel):
     strategy: str = DEFAULT_STRATEGY
     candidates: bool = False
     phrase_types: list[str] = Field(default_factory=list)
+    window: WindowShape = Field(default_factory=WindowShape)
     ontology: Ontology
 
     @model_validator(mode="after")
@@ -185,6 +203,8 @@ class PromptTemplate:
     ontology_sha256: str | None = None
     """Set when :meth:`with_ontology` replaced the file's ontology: the replacement's hash."""
     phrase_types: tuple[str, ...] = ()
+    window: WindowShape = field(default_factory=WindowShape)
+    """How much earlier context and how many known entities each window shows."""
 
     @property
     def ref(self) -> PromptRef:
@@ -265,6 +285,7 @@ class PromptTemplate:
             strategy=meta.strategy,
             candidates=meta.candidates,
             phrase_types=tuple(meta.phrase_types),
+            window=meta.window,
             system_template=sections.get("system", ""),
             user_template=sections["user"],
         )
@@ -312,22 +333,59 @@ def _tested_steps(sources: Iterable[str]) -> set[str]:
 
 
 class Promotion(BaseModel):
-    """Which version the plugin uses, and the evidence that justified it."""
+    """Which version the plugin uses for one model class, and the evidence that justified it.
+
+    Attributes:
+        model_class: ``local`` (a model in this process) or ``hosted`` (an endpoint that
+            bills every request, tool schemas included).
+        model: the model the gate ran on.
+        scores: the candidate's scores on the gate's fixtures.
+        cost: what the candidate's extraction of the budget session was billed (per tape
+            token: ``ratio``, ``effective_ratio``; ``cached_share``), for a billed class.
+    """
 
     version: int
     sha256: str
     model: str
+    model_class: ModelClass = "local"
     promoted_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     baseline: str | None = None
     tolerance: float | None = None
     scores: dict[str, float] = Field(default_factory=dict)
+    cost: dict[str, float] = Field(default_factory=dict)
 
 
 class Manifest(BaseModel):
-    """``prompts/manifest.json``: released hashes and promotions."""
+    """``prompts/manifest.json``: released hashes, and for each prompt name its promotion per model class.
+
+    A manifest written before promotions were per class (one promotion per name) is read as
+    a promotion for the class of the model it records.
+    """
 
     released: dict[str, str] = Field(default_factory=dict)
-    promoted: dict[str, Promotion] = Field(default_factory=dict)
+    promoted: dict[str, dict[ModelClass, Promotion]] = Field(default_factory=dict)
+
+    @field_validator("promoted", mode="before")
+    @classmethod
+    def _one_promotion_per_name_is_one_class(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {
+            name: {model_class_of(str(entry.get("model", ""))): entry}
+            if isinstance(entry, dict) and "version" in entry
+            else entry
+            for name, entry in value.items()
+        }
+
+    def promotion(self, name: str, model_class: ModelClass | None = None) -> Promotion | None:
+        """The version promoted for ``model_class``, else the one of another class (None: none at all).
+
+        Without a class: the local promotion, else the hosted one.
+        """
+        promotions = self.promoted.get(name, {})
+        order = [model_class] if model_class is not None else []
+        order += [c for c in MODEL_CLASSES if c not in order]
+        return next((promotions[c] for c in order if c in promotions), None)
 
 
 class PromptLibrary:
@@ -374,8 +432,12 @@ class PromptLibrary:
         found = (_VERSION_FILE.match(p.name) for p in folder.iterdir())
         return sorted(int(m[1]) for m in found if m)
 
-    def resolve(self, ref: str) -> tuple[str, int]:
-        """Turn a reference into (name, version) without loading the file."""
+    def resolve(self, ref: str, *, model_class: ModelClass | None = None) -> tuple[str, int]:
+        """Turn a reference into (name, version) without loading the file.
+
+        A bare name or ``@promoted`` means the version promoted for ``model_class`` (else for
+        another class); a bare name with nothing promoted, the newest released version.
+        """
         name, version = parse_prompt_ref(ref)
         versions = self.versions(name)
         if not versions:
@@ -386,7 +448,7 @@ class PromptLibrary:
                 raise PromptNotFoundError(f"{name}@{version} does not exist (available: {listed})")
             return name, int(version)
         manifest = self.manifest()
-        promoted = manifest.promoted.get(name)
+        promoted = manifest.promotion(name, model_class)
         if version == "promoted" and promoted is None:
             raise PromptNotFoundError(f"no version of {name!r} has been promoted")
         if version in ("promoted", "") and promoted is not None:
@@ -398,15 +460,17 @@ class PromptLibrary:
                 return name, released[-1]
         return name, versions[-1]
 
-    def load(self, ref: str) -> PromptTemplate:
+    def load(self, ref: str, *, model_class: ModelClass | None = None) -> PromptTemplate:
         """Load a prompt by reference, checking a released version against its recorded hash.
+
+        ``model_class`` picks the promoted version a bare name means (see :meth:`resolve`).
 
         Raises:
             PromptNotFoundError: unknown name or version.
             PromptFormatError: the file does not parse.
             PromptIntegrityError: a released version's content changed.
         """
-        name, version = self.resolve(ref)
+        name, version = self.resolve(ref, model_class=model_class)
         template = PromptTemplate.from_file(self.root / name / f"v{version}.md")
         recorded = self.manifest().released.get(str(template))
         if recorded is not None and recorded != template.sha256:
@@ -460,21 +524,25 @@ class PromptLibrary:
         template: PromptTemplate,
         *,
         model: str,
+        model_class: ModelClass,
         scores: dict[str, float],
         baseline: str | None,
         tolerance: float | None,
+        cost: dict[str, float] | None = None,
     ) -> Promotion:
-        """Record ``template`` as the promoted (and released) version of its name."""
+        """Record ``template`` as the promoted (and released) version of its name for ``model_class``."""
         manifest = self.manifest()
         manifest.released[str(template)] = template.sha256
         promotion = Promotion(
             version=template.version,
             sha256=template.sha256,
             model=model,
+            model_class=model_class,
             baseline=baseline,
             tolerance=tolerance,
             scores=scores,
+            cost=cost or {},
         )
-        manifest.promoted[template.name] = promotion
+        manifest.promoted.setdefault(template.name, {})[model_class] = promotion
         self.save_manifest(manifest)
         return promotion

@@ -122,7 +122,7 @@ class SemanticMemoryPlugin:
             from bub_semantic_memory.plugin._settings import memory_policy
 
             self._memory = MemoryService(
-                ontology=lambda: self._library().load(self.settings.prompt).ontology,
+                ontology=self._ontology,
                 extractor=self._build_extractor,
                 policy=memory_policy(self.settings),
                 stats=self.stats,
@@ -133,15 +133,30 @@ class SemanticMemoryPlugin:
     def ontology(self) -> Ontology:
         return self.memory.ontology
 
+    def _ontology(self) -> Ontology:
+        """The ontology of the prompt version the extractor uses (promoted for its model's class).
+
+        Read from the settings' model spec: building the extractor here would open its backend
+        on the turn's path.
+        """
+        from bub_semantic_memory.backends._specs import model_class_of
+        from bub_semantic_memory.plugin._settings import resolve_endpoint
+
+        endpoint = resolve_endpoint(self.settings)
+        model_class = model_class_of(endpoint.model) if endpoint is not None else None
+        return self._library().load(self.settings.prompt, model_class=model_class).ontology
+
     def _library(self) -> PromptLibrary:
         from bub_semantic_memory.extraction._prompts import PromptLibrary
 
         return PromptLibrary(self.settings.prompts_dir)
 
     def _build_extractor(self) -> Extractor | None:
+        from bub_semantic_memory._logging import quiet_dependencies
         from bub_semantic_memory.extraction._extractor import Extractor
         from bub_semantic_memory.plugin._settings import extractor_config
 
+        quiet_dependencies()  # the plugin's own warning says what failed, once
         try:
             config = extractor_config(self.settings)
             if config is None:
