@@ -187,3 +187,25 @@ def test_the_evals_package_imports_neither_bub_nor_the_cli_or_plugin() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+def test_a_question_has_accepted_forms_a_category_and_evidence() -> None:
+    from bub_semantic_memory.evals.dataset import Question
+
+    question = Question(
+        question="Who fixed the build?",
+        answer="Robert Castillo",
+        accepted=["Bob"],
+        category="single-hop",
+        evidence=[4],
+    )
+    assert question.answers == ["Robert Castillo", "Bob"]
+    assert Question(
+        question="What is Bob's blood type?", answer="unknown", category="unanswerable"
+    ).answers == ["unknown"]
+    with pytest.raises(ValueError, match="unanswerable question has the answer 'unknown'"):
+        Question(question="Who?", answer="Bob", category="unanswerable")
+    with pytest.raises(ValueError, match="unanswerable"):
+        Question(question="Who?", answer="unknown", category="single-hop")
+    # written without the fields it does not use, so older gold files are rewritten byte for byte
+    assert Question(question="Q?", answer="A").model_dump(mode="json") == {"question": "Q?", "answer": "A"}

@@ -19,8 +19,17 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory.tape._transcript import Entry, read_tape_file
@@ -66,13 +75,51 @@ class GoldRelation(BaseModel):
     type: str = Field(min_length=1)
 
 
+type QuestionCategory = Literal[
+    "single-hop", "multi-hop", "temporal", "preference", "aggregation", "unanswerable"
+]
+"""What kind of recall a question needs: one stated fact; facts joined across turns or entities; a fact
+as of a time, or one that changed; what someone likes or wants; a count or list gathered over the tape;
+nothing in the tape answers it (the right answer is "unknown")."""
+
+UNKNOWN = "unknown"
+"""The answer of an unanswerable question."""
+
+
 class Question(BaseModel):
-    """A question the memory should let the agent answer, with its expected answer."""
+    """A question the memory should let the agent answer, with its expected answer.
+
+    Attributes:
+        answer: the canonical answer (:data:`UNKNOWN` when the tape does not answer it).
+        accepted: other forms of the answer that count as it ("Bob" for "Robert Castillo").
+        category: what kind of recall it needs (see :data:`QuestionCategory`).
+        evidence: ids of the tape entries that state the answer (none for an unanswerable one).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     question: str
     answer: str
+    accepted: list[str] = Field(default_factory=list)
+    category: QuestionCategory | None = None
+    evidence: list[int] = Field(default_factory=list)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_optionals(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A question written before these fields existed is written back byte for byte."""
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if k in ("question", "answer") or v not in (None, [])}
+
+    @property
+    def answers(self) -> list[str]:
+        """Every accepted form, the canonical one first."""
+        return [self.answer, *(a for a in self.accepted if a != self.answer)]
+
+    @model_validator(mode="after")
+    def _unanswerable_means_unknown(self) -> Question:
+        if (self.category == "unanswerable") != (self.answer.strip().lower() == UNKNOWN):
+            raise ValueError(f"an unanswerable question has the answer {UNKNOWN!r}, and only it")
+        return self
 
 
 class Gold(BaseModel):
