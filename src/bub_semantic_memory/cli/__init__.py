@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import typer
 
-from bub_semantic_memory.cli import _app, _common, eval_cmd, memory_cmd, models_cmd, prompts_cmd, serve_cmd
+from bub_semantic_memory.cli import (
+    _app,
+    _common,
+    eval_cmd,
+    memory_cmd,
+    models_cmd,
+    prompts_cmd,
+    qa_cmd,
+    serve_cmd,
+)
 
 __all__ = ["app", "main"]
 
@@ -30,6 +39,7 @@ def _root(
 
 memory_cmd.register(app)
 app.add_typer(prompts_cmd.app, name="prompts")
+eval_cmd.app.command("qa")(qa_cmd.qa)
 app.add_typer(eval_cmd.app, name="eval")
 app.add_typer(eval_cmd.fixtures_app, name="fixtures")
 app.command("models")(models_cmd.models)

@@ -1,0 +1,125 @@
+"""``eval qa``: what the agent receives for each fixture question, under each condition, scored."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+import bub_semantic_memory.cli._options as opt
+from bub_semantic_memory.cli._common import fail, handle_errors, print_table, stderr, stdout
+
+__all__ = ["qa"]
+
+
+@handle_errors
+def qa(
+    fixtures: Path = opt.FIXTURES,
+    tags: list[str] = opt.TAGS,
+    ids: list[str] = typer.Option([], "--fixture", help="Only this fixture id (repeatable)."),
+    memory: Path | None = typer.Option(
+        None,
+        "--memory",
+        help="An eval report (report.json): its run's predictions are the memory (else no memory condition).",
+    ),
+    run: str | None = typer.Option(
+        None, "--run", help="The run of --memory to use, e.g. extract@9 (default: its last run)."
+    ),
+    conditions: list[str] = typer.Option(
+        [],
+        "--condition",
+        help="Only this condition (repeatable): none, memory, gold-memory, tape-search, bm25, full.",
+    ),
+    budget: int | None = typer.Option(
+        None,
+        "--budget",
+        min=50,
+        help="Tokens per context (default: the plugin's memory budget).",
+        show_default=False,
+    ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        "-m",
+        help="An answering model (a model at --base-url, or local): adds answer accuracy.",
+        show_default=False,
+    ),
+    base_url: str | None = opt.BASE_URL,
+    api_key: str | None = opt.API_KEY,
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Questions answered at once."),
+    cache_dir: Path = typer.Option(Path("evals/qa-cache"), "--cache-dir", help="Where answers are cached."),
+    out: Path | None = typer.Option(Path("reports/qa"), "--out", "-o", help="Where qa.json and qa.md go."),
+) -> None:
+    """Score the context an agent receives for each fixture question, under each condition.
+
+    Context recall (the answer is in the context) needs no model; with --model the model also
+    answers, judged by a fixed rule. Answers are cached in --cache-dir.
+    """
+    from bub_semantic_memory.agent._service import MemoryPolicy
+    from bub_semantic_memory.evals.contexts import CONDITIONS
+    from bub_semantic_memory.evals.qa import QAOptions, memory_from_report, run_qa
+    from bub_semantic_memory.evals.qa_report import rows, write_qa_report
+    from bub_semantic_memory.extraction._prompts import PromptLibrary
+
+    chosen = tuple(conditions) or tuple(c for c in CONDITIONS if c != "memory" or memory is not None)
+    unknown = [c for c in chosen if c not in CONDITIONS]
+    if unknown:
+        fail(f"unknown condition {', '.join(unknown)}; choose from: {', '.join(CONDITIONS)}", 2)
+    if "memory" in chosen and memory is None:
+        fail(
+            "the memory condition needs --memory REPORT.json (an eval report: its predictions are memory)",
+            2,
+        )
+    selected = opt.load_selected(fixtures, tags, ids)
+    selected = [f for f in selected if f.gold.questions]
+    if not selected:
+        fail("no selected fixture has questions")
+    ontology = PromptLibrary().load("extract").ontology
+    snapshots, source = (
+        memory_from_report(memory, run, selected, ontology) if memory is not None else ({}, "")
+    )
+    backend = None
+    context_tokens = None
+    if model is not None:
+        config = opt.extractor_config(
+            model=model, base_url=base_url, api_key=api_key, mode="tools", prompts_dir=None
+        )
+        backend = config.open_backend()
+        context_tokens = backend.traits.context_tokens
+    options = QAOptions(
+        ontology=ontology,
+        budget=budget or MemoryPolicy().budget,
+        conditions=chosen,
+        memory=snapshots,
+        memory_source=source,
+        answer_model=backend,
+        answer_model_name=model or "",
+        answer_context_tokens=context_tokens,
+        cache_dir=cache_dir,
+        concurrency=concurrency,
+    )
+
+    async def go() -> object:
+        try:
+            return await run_qa(selected, options)
+        finally:
+            if backend is not None:
+                await backend.aclose()
+
+    report = asyncio.run(go())
+    from bub_semantic_memory.evals.qa_report import QAReport
+
+    assert isinstance(report, QAReport)
+    table = Table(title=f"Memory QA: {len(report.items)} questions, {report.budget} tokens per context")
+    table.add_column("condition")
+    columns = rows(report)
+    for name, _ in columns:
+        table.add_column(name, justify="right")
+    for condition in report.conditions:
+        table.add_row(condition, *(cell(condition) for _, cell in columns))
+    print_table(stdout, table)
+    if out is not None:
+        paths = write_qa_report(report, out)
+        stderr.print("Wrote " + ", ".join(str(p) for p in paths.values()), markup=False)

@@ -1,0 +1,241 @@
+"""What an agent receives for a question, under each condition the memory-QA eval compares.
+
+Every condition builds the context of one question over one tape, at the same token budget
+(the plugin's, by default), so the conditions can be compared side by side:
+
+* ``none``: nothing (the floor);
+* ``memory``: exactly what the plugin injects for the question at the end of the tape: the
+  memory service of the agent layer loads the tape's snapshots from a tape store and renders
+  the block for the question, as the plugin's hooks do, with the plugin's policy;
+* ``gold-memory``: the same, from the gold entities and relations (extraction errors taken out);
+* ``tape-search``: bub's own ``tape.search`` as an agent calls it: one search per content word
+  of the question (:func:`search_words`), through bub's tape store query with the tool's default
+  kinds and limit, the matches in tape order, rendered as the tool renders them, packed into
+  the budget;
+* ``bm25``: transcript lines ranked by BM25 for the question (SQLite's FTS5, in the standard
+  library), best first, packed into the budget;
+* ``full``: the whole transcript, marked as not fitting when it exceeds the answering model's
+  context (the ceiling).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot, Usage
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.evals.dataset import Gold, Prediction
+from bub_semantic_memory.tape._transcript import Entry, Transcript, render_transcript
+
+__all__ = [
+    "CONDITIONS",
+    "Context",
+    "bm25_context",
+    "full_context",
+    "memory_context",
+    "normalize",
+    "pack",
+    "search_words",
+    "snapshots_of",
+    "tape_search_context",
+]
+
+CONDITIONS = ("none", "memory", "gold-memory", "tape-search", "bm25", "full")
+"""The conditions, in report order."""
+
+_TOKENIZER = "porter unicode61 remove_diacritics 2"  # English stems, accents folded
+_SEARCH_LIMIT = 20  # bub's tape.search default
+_SEARCH_KINDS = ("message", "tool_result")  # bub's tape.search default
+_MAX_SEARCH_WORDS = 5
+_STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have he her hers him his how i
+    if in into is it its me my no not now of on or our she so than that the their them then there these they
+    this to up us was we were what when where which who whom whose why will with would you your about after
+    again also any because before did does doing done ever first last many more most much new next other
+    same should some still such tell told very going get got know""".split()  # noqa: SIM905
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What one condition gives the agent for one question.
+
+    Attributes:
+        condition: one of :data:`CONDITIONS`.
+        text: the context itself ("" for none).
+        tokens: its estimated tokens.
+        fits: False when the context exceeds what the answering model can read (``full`` only).
+    """
+
+    condition: str
+    text: str
+    tokens: int
+    fits: bool = True
+
+
+def normalize(text: str) -> str:
+    """Case, accents and punctuation folded, words separated by single spaces (for answer matching)."""
+    folded = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return " ".join(re.findall(r"\w+", plain))
+
+
+def pack(pieces: Iterable[str], budget: int) -> str:
+    """The pieces, in order, as many as fit in ``budget`` tokens (one per line); a piece that does
+    not fit is skipped and later smaller ones still may."""
+    kept: list[str] = []
+    used = 0
+    for piece in pieces:
+        cost = estimate_tokens(piece + "\n")
+        if used + cost > budget:
+            continue
+        kept.append(piece)
+        used += cost
+    return "\n".join(kept)
+
+
+def _context(condition: str, text: str) -> Context:
+    return Context(condition, text, estimate_tokens(text) if text else 0)
+
+
+# -- memory, from snapshots -------------------------------------------------------------------
+
+
+def snapshots_of(
+    fixture_id: str, facts: Gold | Prediction, ontology: Ontology, *, last_entry_id: int, source: str
+) -> tuple[list[Snapshot], list[str]]:
+    """One snapshot of the whole tape holding ``facts`` (gold, or an eval run's prediction).
+
+    Returns the snapshots and what could not be kept (a relation whose end is no entity of the
+    facts, an entity of a type the ontology lacks), one reason each.
+    """
+    dropped: list[str] = []
+    entities: dict[str, Entity] = {}
+    keys: dict[str, str] = {}
+    for item in facts.entities:
+        if item.type not in ontology.entity_types:
+            dropped.append(f"entity {item.name!r}: type {item.type!r} is not in the ontology")
+            continue
+        entity = Entity.create(item.name, item.type, aliases=item.aliases, attributes=item.attributes)
+        entities[entity.key] = entity
+        for name in (item.name, *item.aliases):
+            keys.setdefault(name.casefold(), entity.key)
+    relations = []
+    for fact in facts.relations:
+        source_key, target_key = keys.get(fact.source.casefold()), keys.get(fact.target.casefold())
+        if source_key is None or target_key is None or fact.type not in ontology.relation_types:
+            dropped.append(
+                f"relation ({fact.source} {fact.type} {fact.target}): an end or the type is unknown"
+            )
+            continue
+        relations.append(Relation(source=source_key, type=fact.type, target=target_key))
+    snapshot = Snapshot(
+        tape=fixture_id,
+        first_entry_id=1,
+        last_entry_id=max(1, last_entry_id),
+        prompt=PromptRef(name=source, version=1, sha256="0" * 64),
+        model=source,
+        mode="tools",
+        usage=Usage(),
+        entities=tuple(entities.values()),
+        relations=tuple(relations),
+    )
+    return [snapshot], dropped
+
+
+async def memory_context(
+    condition: str,
+    tape: str,
+    snapshots: Sequence[Snapshot],
+    ontology: Ontology,
+    question: str,
+    *,
+    budget: int,
+) -> Context:
+    """The block the plugin injects for ``question``: snapshots in a tape store, loaded and rendered
+    by the agent layer's :class:`~bub_semantic_memory.agent.MemoryService` with the plugin's policy."""
+    from bub.store import InMemoryTapeStore
+
+    from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+    from bub_semantic_memory.stores._store import SnapshotStore
+
+    store: Any = InMemoryTapeStore()
+    sidecar = SnapshotStore(store)
+    for snapshot in snapshots:
+        await sidecar.append(snapshot.model_copy(update={"tape": tape}))
+    service = MemoryService(
+        ontology=lambda: ontology, extractor=lambda: None, policy=MemoryPolicy(budget=budget)
+    )
+    await service.load(tape, store)
+    return _context(condition, service.block(tape, question))
+
+
+# -- search over the transcript ---------------------------------------------------------------
+
+
+def search_words(question: str) -> list[str]:
+    """The words an agent searches the tape for: the question's content words, names first.
+
+    A word is kept unless it is shorter than three letters or a common word (a small English
+    list); capitalised words (names) come first, then longer words; at most five, one search each.
+    """
+    words = [w.strip("'’") for w in re.findall(r"[\w'’-]+", question)]
+    kept = list(dict.fromkeys(w for w in words if len(w) >= 3 and w.casefold() not in _STOPWORDS))
+    ordered = sorted(kept, key=lambda w: (not w[:1].isupper(), -len(w)))
+    return ordered[:_MAX_SEARCH_WORDS]
+
+
+async def tape_search_context(entries: Sequence[Entry], question: str, *, budget: int) -> Context:
+    """bub's ``tape.search``, once per content word, merged in tape order and packed into the budget."""
+    from bub.store import InMemoryTapeStore
+    from bub.tape import TapeEntry, TapeQuery
+
+    store: Any = InMemoryTapeStore()
+    tape = "qa"
+    for entry in entries:
+        store.append(tape, TapeEntry(entry.id, entry.kind, entry.payload, entry.meta, entry.date))
+    found: dict[int, Any] = {}
+    for word in search_words(question):
+        query = TapeQuery(tape=tape, store=store).query(word).kinds(*_SEARCH_KINDS).limit(_SEARCH_LIMIT)
+        for entry in store.fetch_all(query):
+            found.setdefault(entry.id, entry)
+    # what the agent reads: the tool's own rendering of each match, oldest first
+    lines = [
+        json.dumps({"date": found[i].date, "content": found[i].payload}, ensure_ascii=False)
+        for i in sorted(found)
+    ]
+    return _context("tape-search", pack(lines, budget))
+
+
+def bm25_context(transcript: Transcript, question: str, *, budget: int) -> Context:
+    """Transcript lines ranked by BM25 for ``question`` (SQLite FTS5), best first, within the budget."""
+    terms = [normalize(w) for w in re.findall(r"\w+", question)]
+    terms = [t for t in dict.fromkeys(terms) if t]
+    if not terms or not transcript.lines:
+        return _context("bm25", "")
+    with sqlite3.connect(":memory:") as db:
+        db.execute(f"CREATE VIRTUAL TABLE lines USING fts5(text, tokenize={_TOKENIZER!r})")
+        db.executemany("INSERT INTO lines(text) VALUES (?)", ((line.text,) for line in transcript.lines))
+        match = " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+        found = db.execute("SELECT text FROM lines WHERE lines MATCH ? ORDER BY bm25(lines)", (match,))
+        ranked = [row[0] for row in found]
+    return _context("bm25", pack(ranked, budget))
+
+
+def full_context(transcript: Transcript, *, context_tokens: int | None) -> Context:
+    """The whole transcript; it does not fit when it exceeds ``context_tokens`` (None: no limit)."""
+    text = transcript.text()
+    tokens = estimate_tokens(text)
+    return Context("full", text, tokens, fits=context_tokens is None or tokens <= context_tokens)
+
+
+def rendered(entries: Sequence[Entry]) -> Transcript:
+    """The transcript an agent's tape renders to (as the extractor sees it, without redaction)."""
+    return render_transcript(entries)

@@ -1,0 +1,302 @@
+"""The memory-QA eval: does the context an agent receives hold the answer, and does the agent answer?
+
+For each fixture question and each condition of :mod:`.contexts`, the context is built at the
+same token budget and scored without a model:
+
+* **context recall**: the gold answer, or one of its accepted forms, occurs in the context
+  (both :func:`~.contexts.normalize`-d: case, accents and punctuation folded, as whole words).
+  Unanswerable questions have no recall; they are scored by the answer alone.
+
+With an answering model (``answer_model``), each context is also put to the model with the
+question, and the answer is judged by a fixed rule (:func:`judge`): correct when it contains
+the gold answer or an accepted form as whole words and does not say "unknown"; for an
+unanswerable question, correct when it says "unknown" and nothing the tape could be read as
+answering. No model judges another; the rule is the judge, and the report records it.
+
+Answers are cached (a JSON file per model, prompt, context and question): a re-run, or a
+fresh clone with the committed cache, makes no request. Memory comes from snapshots: an eval
+report's predictions (``memory_report``), so the memory of a committed extraction run can be
+scored without the model that extracted it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bub_semantic_memory._errors import EvalError
+from bub_semantic_memory._models import Snapshot
+from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.backends._transport import CallLedger, ChatBackend, RetryPolicy, send_with_retries
+from bub_semantic_memory.evals.contexts import (
+    CONDITIONS,
+    Context,
+    bm25_context,
+    full_context,
+    memory_context,
+    normalize,
+    rendered,
+    snapshots_of,
+    tape_search_context,
+)
+from bub_semantic_memory.evals.dataset import UNKNOWN, Fixture, Question
+from bub_semantic_memory.evals.qa_report import QAItem, QAOutcome, QAReport
+
+__all__ = ["ANSWER_PROMPT", "QAOptions", "contains_answer", "judge", "run_qa"]
+
+logger = logging.getLogger(__name__)
+
+ANSWER_PROMPT = (
+    "Answer the question from the context below only. Answer with the answer alone, in a few words "
+    f"(a name, a place, a date, a number). If the context does not say, answer exactly: {UNKNOWN}"
+)
+"""The answering model's system message (its hash is part of every cached answer's key)."""
+
+
+def _whole_words(needle: str, haystack: str) -> bool:
+    return bool(needle) and f" {needle} " in f" {haystack} "
+
+
+def contains_answer(text: str, question: Question) -> bool:
+    """Whether ``text`` holds the answer or one of its accepted forms, as whole words (normalised)."""
+    folded = normalize(text)
+    return any(_whole_words(normalize(form), folded) for form in question.answers)
+
+
+def judge(answer: str, question: Question) -> bool:
+    """Whether ``answer`` is right: the gold (or an accepted form) and no "unknown"; or, for an
+    unanswerable question, "unknown" alone."""
+    folded = normalize(answer)
+    says_unknown = _whole_words(UNKNOWN, folded)
+    if question.category == "unanswerable":
+        return says_unknown and len(folded.split()) <= 3
+    return not says_unknown and contains_answer(answer, question)
+
+
+@dataclass(frozen=True)
+class QAOptions:
+    """How to run the memory-QA eval.
+
+    Attributes:
+        budget: tokens of every context (default: the plugin's memory budget).
+        conditions: which of :data:`~.contexts.CONDITIONS` to build.
+        ontology: the ontology memory is folded with.
+        memory: snapshots per fixture id for the ``memory`` condition (a fixture missing here gets
+            an empty memory, counted in the report).
+        memory_source: what the memory is (a report and its run), for the report.
+        answer_model: answers each context when given (a chat backend), with ``answer_model_name``.
+        answer_context_tokens: the answering model's context, for ``full`` (None: unlimited).
+        cache_dir: where answers are cached (None: no cache).
+        concurrency: questions answered at once.
+    """
+
+    ontology: Ontology
+    budget: int = 800
+    conditions: tuple[str, ...] = CONDITIONS
+    memory: Mapping[str, Sequence[Snapshot]] = field(default_factory=dict)
+    memory_source: str = ""
+    answer_model: ChatBackend | None = None
+    answer_model_name: str = ""
+    answer_context_tokens: int | None = None
+    cache_dir: Path | None = None
+    concurrency: int = 1
+
+
+async def _contexts(fixture: Fixture, question: Question, options: QAOptions) -> list[Context]:
+    entries = fixture.entries()
+    transcript = rendered(entries)
+    built: list[Context] = []
+    for condition in options.conditions:
+        if condition == "none":
+            built.append(Context("none", "", 0))
+        elif condition == "memory":
+            snapshots = options.memory.get(fixture.id, ())
+            built.append(
+                await memory_context(
+                    "memory",
+                    fixture.id,
+                    snapshots,
+                    options.ontology,
+                    question.question,
+                    budget=options.budget,
+                )
+            )
+        elif condition == "gold-memory":
+            last = max((e.id for e in entries), default=1)
+            gold, _ = snapshots_of(
+                fixture.id, fixture.gold, options.ontology, last_entry_id=last, source="gold"
+            )
+            built.append(
+                await memory_context(
+                    "gold-memory",
+                    fixture.id,
+                    gold,
+                    options.ontology,
+                    question.question,
+                    budget=options.budget,
+                )
+            )
+        elif condition == "tape-search":
+            built.append(await tape_search_context(entries, question.question, budget=options.budget))
+        elif condition == "bm25":
+            built.append(bm25_context(transcript, question.question, budget=options.budget))
+        elif condition == "full":
+            built.append(full_context(transcript, context_tokens=options.answer_context_tokens))
+        else:
+            raise EvalError(f"unknown condition {condition!r}; choose from: {', '.join(CONDITIONS)}")
+    return built
+
+
+async def _memory(
+    options: QAOptions, condition: str, fixture: Fixture, snapshots: Sequence[Snapshot], question: Question
+) -> Context:
+    return await memory_context(
+        condition, fixture.id, snapshots, options.ontology, question.question, budget=options.budget
+    )
+
+
+class _AnswerCache:
+    """One JSON file per answered (model, prompt, context, question)."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+
+    def key(self, model: str, context: str, question: str) -> str:
+        material = json.dumps([model, ANSWER_PROMPT, context, question], ensure_ascii=False)
+        return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+    def get(self, key: str) -> str | None:
+        if self.directory is None:
+            return None
+        path = self.directory / key[:2] / f"{key}.json"
+        try:
+            return str(json.loads(path.read_text(encoding="utf-8"))["answer"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def put(self, key: str, answer: str, record: Mapping[str, Any]) -> None:
+        if self.directory is None:
+            return
+        path = self.directory / key[:2] / f"{key}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(
+                json.dumps({"answer": answer, **record}, ensure_ascii=False, indent=1), encoding="utf-8"
+            )
+            tmp.replace(path)
+        except OSError as exc:
+            logger.warning("qa cache: cannot store %s, the run goes on without it: %s", path, exc)
+
+
+async def _answer(
+    options: QAOptions, cache: _AnswerCache, context: Context, question: Question
+) -> tuple[str | None, bool]:
+    """The model's answer (None without a model) and whether it came from the cache."""
+    if options.answer_model is None:
+        return None, False
+    key = cache.key(options.answer_model_name, context.text, question.question)
+    cached = cache.get(key)
+    if cached is not None:
+        return cached, True
+    user = f"Context:\n{context.text or '(none)'}\n\nQuestion: {question.question}"
+    messages = [{"role": "system", "content": ANSWER_PROMPT}, {"role": "user", "content": user}]
+    ledger = CallLedger(RetryPolicy(deadline_s=900.0, request_timeout_s=600.0))
+    backend = options.answer_model
+    response = await send_with_retries(
+        ledger,
+        lambda: backend.create(
+            model=options.answer_model_name, messages=messages, temperature=0.0, max_tokens=48, timeout=600.0
+        ),
+    )
+    answer = (response.choices[0].message.content or "").strip()
+    cache.put(key, answer, {"model": options.answer_model_name, "question": question.question})
+    return answer, False
+
+
+async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
+    """Build every condition's context for every question, score it, and answer it when a model is given."""
+    cache = _AnswerCache(options.cache_dir)
+    semaphore = asyncio.Semaphore(max(1, options.concurrency))
+    questions = [(fixture, question) for fixture in fixtures for question in fixture.gold.questions]
+
+    async def one(fixture: Fixture, question: Question) -> QAItem:
+        async with semaphore:
+            outcomes = []
+            for context in await _contexts(fixture, question, options):
+                answer, cached = await _answer(options, cache, context, question)
+                answerable = question.category != "unanswerable"
+                outcomes.append(
+                    QAOutcome(
+                        condition=context.condition,
+                        tokens=context.tokens,
+                        fits=context.fits,
+                        contains=contains_answer(context.text, question) if answerable else None,
+                        answer=answer,
+                        correct=judge(answer, question) if answer is not None else None,
+                        cached=cached,
+                    )
+                )
+        return QAItem(
+            fixture=fixture.id,
+            question=question.question,
+            answers=question.answers,
+            category=question.category or "uncategorised",
+            has_memory=fixture.id in options.memory,
+            outcomes=outcomes,
+        )
+
+    items = list(await asyncio.gather(*(one(f, q) for f, q in questions)))
+    return QAReport(
+        budget=options.budget,
+        conditions=list(options.conditions),
+        memory_source=options.memory_source,
+        answer_model=options.answer_model_name or None,
+        answer_prompt=ANSWER_PROMPT if options.answer_model is not None else None,
+        judge=(
+            "correct when the answer holds the gold or an accepted form as whole words (case, accents and "
+            f"punctuation folded) and does not say {UNKNOWN!r}; an unanswerable question is correct when the "
+            f"answer is {UNKNOWN!r} in at most three words"
+        ),
+        items=items,
+    )
+
+
+def memory_from_report(
+    report_path: Path, run: str | None, fixtures: Sequence[Fixture], ontology: Ontology
+) -> tuple[dict[str, list[Snapshot]], str]:
+    """The memory of an eval run: its predictions, one snapshot per fixture, and what it is.
+
+    Raises:
+        EvalError: the report cannot be read, or holds no such run.
+    """
+    from bub_semantic_memory.evals.report import Report
+
+    try:
+        report = Report.model_validate_json(report_path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise EvalError(f"cannot read eval report {report_path}: {exc}") from exc
+    runs = [r for r in report.runs if run is None or r.prompt == run]
+    if not runs:
+        listed = ", ".join(r.prompt for r in report.runs)
+        raise EvalError(f"{report_path} holds no run {run!r} (it holds: {listed})")
+    chosen = runs[-1]
+    last_ids = {f.id: max((e.id for e in f.entries()), default=1) for f in fixtures}
+    memory: dict[str, list[Snapshot]] = {}
+    for result in chosen.fixtures:
+        if result.fixture not in last_ids or result.prediction is None:
+            continue
+        memory[result.fixture], _ = snapshots_of(
+            result.fixture,
+            result.prediction,
+            ontology,
+            last_entry_id=last_ids[result.fixture],
+            source=chosen.prompt,
+        )
+    return memory, f"{chosen.prompt} on {chosen.model} ({report_path})"

@@ -1,0 +1,251 @@
+"""The memory-QA eval: each condition's context, the scorer, the judge, the runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot
+from bub_semantic_memory.evals.contexts import (
+    bm25_context,
+    full_context,
+    memory_context,
+    pack,
+    search_words,
+    snapshots_of,
+    tape_search_context,
+)
+from bub_semantic_memory.evals.dataset import Fixture, Gold, GoldEntity, GoldRelation, Question, load_fixtures
+from bub_semantic_memory.evals.qa import QAOptions, contains_answer, judge, run_qa
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.tape._transcript import Entry, render_transcript
+from bub_semantic_memory.testing import FakeOpenAIServer, RecordedRequest, Reply, text_reply
+from tests.conftest import REPO
+
+ONTOLOGY = PromptLibrary().load("extract@9").ontology
+
+
+def q(answer: str, *accepted: str, category: str = "single-hop") -> Question:
+    return Question(question="?", answer=answer, accepted=list(accepted), category=category)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("context", "question", "expected"),
+    [
+        ("Jonas moved to Lisbon in May.", q("Lisbon"), True),
+        ("jonas moved to LISBON, finally", q("Lisbon"), True),  # case and punctuation folded
+        ("Call Bob on Monday", q("Robert Castillo", "Bob"), True),  # an accepted form
+        ("Call Bobby on Monday", q("Bob"), False),  # whole words only
+        ("The office is in Zurich", q("Zürich"), True),  # accents folded
+        ("The offsite is in Porto", q("Lisbon"), False),
+        ("due on December 12", q("December 12"), True),  # a phrase as consecutive words
+        ("due December, on the 12", q("December 12"), False),
+    ],
+)
+def test_context_recall_is_the_answer_as_whole_words(
+    context: str, question: Question, expected: bool
+) -> None:
+    assert contains_answer(context, question) is expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "expected"),
+    [
+        ("Lisbon", q("Lisbon"), True),
+        ("He lives in Lisbon now.", q("Lisbon"), True),
+        ("unknown", q("Lisbon"), False),
+        ("Unknown, maybe Lisbon", q("Lisbon"), False),  # hedging with "unknown" is not an answer
+        ("Berlin", q("Lisbon"), False),
+        ("unknown", q("unknown", category="unanswerable"), True),
+        ("Unknown.", q("unknown", category="unanswerable"), True),
+        ("Lisbon", q("unknown", category="unanswerable"), False),
+        ("It is unknown but probably Lisbon", q("unknown", category="unanswerable"), False),
+    ],
+)
+def test_the_judge_is_a_fixed_rule(answer: str, question: Question, expected: bool) -> None:
+    assert judge(answer, question) is expected
+
+
+def test_packing_keeps_whole_pieces_in_order_within_the_budget() -> None:
+    pieces = ["a" * 40, "b" * 400, "c" * 40]  # about 10, 100 and 10 tokens
+    packed = pack(pieces, budget=30)
+    assert packed.split("\n") == ["a" * 40, "c" * 40]  # the one too long is skipped, later ones still fit
+
+
+def test_search_words_are_the_content_words_names_first() -> None:
+    assert search_words("Where did my sister Mia move to after Berlin?") == [
+        "Berlin",
+        "Mia",
+        "sister",
+        "move",
+    ]
+    assert search_words("Who is it?") == []
+
+
+def entries(*texts: str) -> list[Entry]:
+    return [
+        Entry(i, "message", {"role": "user" if i % 2 else "assistant", "content": text}, date=f"2026-01-0{i}")
+        for i, text in enumerate(texts, start=1)
+    ]
+
+
+TAPE = entries(
+    "My friend Jonas Weber lives in Berlin.",
+    "Noted.",
+    "The Orion migration is due on Friday.",
+    "Got it.",
+    "Jonas moved to Lisbon last month.",
+)
+
+
+async def test_tape_search_is_bubs_search_per_content_word_in_tape_order() -> None:
+    context = await tape_search_context(TAPE, "Where does Jonas live now?", budget=800)
+    lines = [json.loads(line) for line in context.text.split("\n")]
+    assert [line["content"]["content"] for line in lines] == [
+        "My friend Jonas Weber lives in Berlin.",  # "Jonas" and the fuzzy "live"
+        "Jonas moved to Lisbon last month.",
+    ]
+    assert lines[0]["date"] == "2026-01-01"  # as the tool renders a match: date and payload
+    assert context.tokens <= 800
+
+
+def test_bm25_ranks_the_line_that_shares_the_questions_words_first() -> None:
+    context = bm25_context(render_transcript(TAPE), "When is the Orion migration due?", budget=800)
+    assert context.text.split("\n")[0].endswith("The Orion migration is due on Friday.")
+
+
+def test_the_full_transcript_says_when_it_does_not_fit_the_model() -> None:
+    transcript = render_transcript(TAPE)
+    assert full_context(transcript, context_tokens=None).fits
+    assert not full_context(transcript, context_tokens=10).fits
+
+
+def gold() -> Gold:
+    return Gold(
+        entities=[
+            GoldEntity(name="Jonas Weber", type="person", aliases=["Jonas"]),
+            GoldEntity(name="Lisbon", type="location"),
+        ],
+        relations=[GoldRelation(source="Jonas", target="Lisbon", type="lives_in")],
+    )
+
+
+async def test_memory_is_what_the_plugins_memory_service_injects(tmp_path: Path) -> None:
+    """The same snapshots in a real plugin's store render the same note, with the plugin's budget."""
+    from bub.framework import BubFramework
+    from bub.store import FileTapeStore
+
+    from bub_semantic_memory.agent._service import MemoryPolicy
+    from bub_semantic_memory.plugin import SemanticMemoryPlugin
+    from bub_semantic_memory.plugin._settings import SemanticMemorySettings, memory_policy
+    from bub_semantic_memory.stores._store import SnapshotStore
+
+    snapshots, dropped = snapshots_of("t", gold(), ONTOLOGY, last_entry_id=5, source="gold")
+    assert dropped == []
+    budget = memory_policy(SemanticMemorySettings()).budget
+    assert budget == MemoryPolicy().budget == QAOptions(ontology=ONTOLOGY).budget  # the plugin's config
+    ours = await memory_context("memory", "t", snapshots, ONTOLOGY, "Where does Jonas live?", budget=budget)
+    store = FileTapeStore(tmp_path / "tapes")
+    for snapshot in snapshots:
+        await SnapshotStore(store).append(snapshot)
+    plugin = SemanticMemoryPlugin(BubFramework())
+    await plugin.memory.load("t", store)
+    assert ours.text == plugin.memory.block("t", "Where does Jonas live?")
+    assert "Jonas Weber lives in Lisbon" in ours.text
+
+
+def test_a_relation_to_a_name_the_facts_lack_is_dropped_with_its_reason() -> None:
+    facts = gold().model_copy(
+        update={"relations": [GoldRelation(source="Jonas", target="Porto", type="lives_in")]}
+    )
+    _, dropped = snapshots_of("t", facts, ONTOLOGY, last_entry_id=5, source="gold")
+    assert dropped == ["relation (Jonas lives_in Porto): an end or the type is unknown"]
+
+
+def answering(request: RecordedRequest) -> Reply:
+    """A model that reads the context: Lisbon when the context says so, else unknown."""
+    user = str(request.messages[-1]["content"])
+    return text_reply("Lisbon" if "Lisbon" in user.split("Question:")[0] else "unknown")
+
+
+@pytest.fixture
+def fixture(tmp_path: Path) -> Fixture:
+    directory = tmp_path / "fx" / "jonas"
+    directory.mkdir(parents=True)
+    (directory / "tape.jsonl").write_text(
+        "".join(
+            json.dumps({"id": e.id, "kind": e.kind, "payload": e.payload, "date": e.date}) + "\n"
+            for e in TAPE
+        ),
+        encoding="utf-8",
+    )
+    questions = [
+        {
+            "question": "Where does Jonas live now?",
+            "answer": "Lisbon",
+            "category": "temporal",
+            "evidence": [5],
+        },
+        {"question": "What is Jonas's blood type?", "answer": "unknown", "category": "unanswerable"},
+    ]
+    (directory / "gold.json").write_text(
+        json.dumps({**gold().model_dump(), "questions": questions}), encoding="utf-8"
+    )
+    return load_fixtures(tmp_path / "fx")[0]
+
+
+async def test_the_runner_scores_every_condition_and_answers_from_the_cache_the_second_time(
+    fixture: Fixture, tmp_path: Path
+) -> None:
+    from bub_semantic_memory.backends._transport import OpenAIBackend
+
+    options = {"ontology": ONTOLOGY, "memory": {}, "cache_dir": tmp_path / "cache", "answer_model_name": "m"}
+    with FakeOpenAIServer(responder=answering) as server:
+        backend = OpenAIBackend(base_url=server.base_url, api_key="k")
+        report = await run_qa([fixture], QAOptions(**options, answer_model=backend))  # type: ignore[arg-type]
+        asked = len(server.requests)
+        again = await run_qa([fixture], QAOptions(**options, answer_model=backend))  # type: ignore[arg-type]
+        await backend.aclose()
+        assert len(server.requests) == asked  # every answer replayed
+    # six conditions for two questions, but one request per distinct context: none and memory (none
+    # given) are both empty, and so is tape-search for the blood type nobody mentions
+    assert asked == 5 + 4
+    assert report.recall("none").value == 0.0 and report.recall("gold-memory").value == 1.0
+    assert report.recall("memory").n == 1 and report.recall("memory").value == 0.0  # no memory given
+    assert report.accuracy("bm25", "temporal").value == 1.0
+    assert report.accuracy("none", "unanswerable").value == 1.0  # nothing in context: "unknown" is right
+    # this model names any place its context holds: answering an unanswerable question is wrong
+    assert report.accuracy("full", "unanswerable").value == 0.0
+    assert again.model_dump(exclude={"created_at", "items"}) == report.model_dump(
+        exclude={"created_at", "items"}
+    )
+    assert all(o.cached for item in again.items for o in item.outcomes)
+
+
+def test_the_committed_fixtures_questions_are_scored_without_a_model() -> None:
+    import asyncio
+
+    fixtures = [f for f in load_fixtures(REPO / "evals" / "fixtures", tags=["quick"]) if f.gold.questions]
+    report = asyncio.run(
+        run_qa(fixtures, QAOptions(ontology=ONTOLOGY, conditions=("none", "gold-memory", "bm25")))
+    )
+    assert report.recall("gold-memory").value == 1.0  # every answer is in the gold memory
+    assert report.recall("none").value == 0.0
+    assert all(o.answer is None for item in report.items for o in item.outcomes)
+
+
+def test_snapshot_helpers_make_a_valid_snapshot() -> None:
+    snapshots, _ = snapshots_of("t", gold(), ONTOLOGY, last_entry_id=5, source="gold")
+    [snapshot] = snapshots
+    assert isinstance(snapshot, Snapshot) and snapshot.prompt == PromptRef(
+        name="gold", version=1, sha256="0" * 64
+    )
+    assert {e.key for e in snapshot.entities} == {
+        Entity.create("Jonas Weber", "person").key,
+        "location:lisbon",
+    }
+    assert snapshot.relations == (
+        Relation(source="person:jonas-weber", type="lives_in", target="location:lisbon"),
+    )
