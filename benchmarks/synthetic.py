@@ -24,7 +24,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot, Usage
+from bub_semantic_memory._models import Entity, Relation, Snapshot, Usage
+from bub_semantic_memory.evals.distractors import (
+    DISTRACTOR_PROMPT_REF,
+    ROLES,
+    SEED,
+    MemoryFixture,
+    NameGenerator,
+    make_memory,
+)
 from bub_semantic_memory.tape._transcript import Entry
 
 __all__ = [
@@ -39,26 +47,9 @@ __all__ = [
     "user_header",
 ]
 
-SEED = 20_251_130
 MODEL = "openai:gpt-4o-mini"
-BENCH_PROMPT_REF = PromptRef(name="extract", version=2, sha256="b" * 64)
+BENCH_PROMPT_REF = DISTRACTOR_PROMPT_REF
 
-_ONSETS = [
-    "b", "br", "c", "ch", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "sh",
-    "t", "th", "v", "w", "z", "kr", "st", "tr", "gr", "pl", "fl",
-]  # fmt: skip
-_VOWELS = ["a", "e", "i", "o", "u", "ai", "ei", "ou", "ia", "ee"]
-_CODAS = ["", "", "n", "r", "l", "s", "th", "m", "nd", "rk", "x", "v"]
-_ORG_SUFFIXES = ["Labs", "Systems", "Group", "Works", "Studio", "Partners", "Foundation", "Bank"]
-_PLACE_SUFFIXES = ["", "ville", "port", "ford", "haven", "burg", "field"]
-_TECHNOLOGIES = [
-    "PostgreSQL", "Redis", "Kafka", "Django", "FastAPI", "React", "Kubernetes", "Terraform",
-    "ClickHouse", "Rust", "Go", "TypeScript", "Elasticsearch", "RabbitMQ", "Airflow", "Spark",
-]  # fmt: skip
-_ROLES = [
-    "designer", "staff engineer", "product manager", "data scientist", "SRE", "tech lead",
-    "recruiter", "account manager", "QA lead", "security engineer", "CTO", "analyst",
-]  # fmt: skip
 _FILLER = [
     "The notes also mention the quarterly planning review and a few open questions about scope.",
     "Nothing else stood out in the record; the last update was made during the sprint review.",
@@ -84,46 +75,6 @@ SYSTEM_PROMPT = (
 def user_header(when: datetime) -> str:
     """bub's context and date lines that precede a user message's text."""
     return f"sender_id=human|channel=$cli|chat_id=local\n---Date: {when.isoformat(timespec='seconds')}---\n"
-
-
-class NameGenerator:
-    """Unique, pronounceable made-up names (no name is a word of another entity's name)."""
-
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-        self.used: set[str] = set()
-
-    def _word(self, syllables: int) -> str:
-        parts = [self.rng.choice(_ONSETS) + self.rng.choice(_VOWELS) for _ in range(syllables)]
-        return ("".join(parts) + self.rng.choice(_CODAS)).capitalize()
-
-    def _unique(self, make: Any, count: int = 1) -> str:
-        """A fresh name from ``make(*words)`` with ``count`` made-up words, never reused."""
-        while True:
-            words = [self._word(self.rng.choice((2, 3))) for _ in range(count)]
-            if any(w.lower() in self.used for w in words):
-                continue
-            self.used.update(w.lower() for w in words)
-            return str(make(*words))
-
-    def person(self) -> str:
-        return self._unique(lambda first, last: f"{first} {last}", 2)
-
-    def project(self) -> str:
-        return self._unique(lambda word: f"Project {word}")
-
-    def organization(self) -> str:
-        return self._unique(lambda word: f"{word} {self.rng.choice(_ORG_SUFFIXES)}")
-
-    def location(self) -> str:
-        return self._unique(lambda word: word + self.rng.choice(_PLACE_SUFFIXES))
-
-    def technology(self, index: int) -> str:
-        if index < len(_TECHNOLOGIES):
-            name = _TECHNOLOGIES[index]
-            self.used.add(name.lower())
-            return name
-        return self._unique(lambda word: f"{word}DB")
 
 
 # -- tapes -------------------------------------------------------------------------------------
@@ -203,7 +154,7 @@ def _turn_text(
     person, other = rng.sample(cast.people, 2)
     project, project2 = rng.sample(cast.projects, 2)
     org, place, tech = rng.choice(cast.orgs), rng.choice(cast.places), rng.choice(cast.techs)
-    role = cast.roles.setdefault(person, rng.choice(_ROLES))
+    role = cast.roles.setdefault(person, rng.choice(ROLES))
     first = person.split()[0]
     kind = rng.randrange(8)
     tool: dict[str, Any] | None = None
@@ -359,14 +310,6 @@ def make_tape(turns: int, *, seed: int = SEED) -> SyntheticTape:
 # -- memories ----------------------------------------------------------------------------------
 
 
-@dataclass
-class MemoryFixture:
-    """The snapshots of a synthetic memory and the names in it (for queries)."""
-
-    snapshots: list[Snapshot]
-    names: list[str]
-
-
 def bench_snapshot(
     tape: str,
     number: int,
@@ -388,86 +331,6 @@ def bench_snapshot(
         entities=tuple(entities),
         relations=tuple(relations),
     )
-
-
-def make_memory(
-    n_entities: int, *, per_snapshot: int = 10, seed: int = SEED, tape: str = "bench-tape"
-) -> MemoryFixture:
-    """A memory of ``n_entities`` entities with 3 relations each, as extraction snapshots.
-
-    60% people, 20% projects, 10% organisations, 10% places. Each entity is the source (or,
-    for places and organisations, the target) of three relations of ontology types, so the
-    memory holds about ``3 * n_entities`` relations. Every snapshot covers 12 tape entries.
-    """
-    rng = random.Random(seed + n_entities)
-    names = NameGenerator(rng)
-    kinds = ["person"] * 6 + ["project"] * 2 + ["organization", "location"]
-    entities: list[Entity] = []
-    for index in range(n_entities):
-        kind = kinds[index % len(kinds)]
-        maker = {
-            "person": names.person,
-            "project": names.project,
-            "organization": names.organization,
-            "location": names.location,
-        }[kind]
-        name = maker()
-        aliases = [name.split()[0]] if kind == "person" and rng.random() < 0.3 else []
-        attributes = {"role": rng.choice(_ROLES)} if kind == "person" and rng.random() < 0.5 else {}
-        position = 12 * (index // per_snapshot) + 2 + index % per_snapshot
-        entities.append(
-            Entity.create(name, kind, aliases=aliases, attributes=attributes, evidence=[position])
-        )
-    by_type: dict[str, list[Entity]] = {}
-    for entity in entities:
-        by_type.setdefault(entity.type, []).append(entity)
-
-    def pick(kind: str, not_key: str) -> Entity:
-        pool = by_type.get(kind) or by_type["person"]
-        choice = rng.choice(pool)
-        return choice if choice.key != not_key or len(pool) == 1 else pick(kind, not_key)
-
-    relations_by_snapshot: dict[int, list[Relation]] = {}
-    for index, entity in enumerate(entities):
-        position = entity.evidence[0]
-        if entity.type == "person":
-            triples = [
-                (entity, "knows", pick("person", entity.key)),
-                (entity, "works_on", pick("project", entity.key)),
-                (entity, "lives_in" if index % 2 else "works_for", pick(
-                    "location" if index % 2 else "organization", entity.key
-                )),
-            ]  # fmt: skip
-        elif entity.type == "project":
-            triples = [
-                (entity, "part_of", pick("organization", entity.key)),
-                (entity, "depends_on", pick("project", entity.key)),
-                (pick("person", entity.key), "manages", entity),
-            ]
-        elif entity.type == "organization":
-            triples = [
-                (entity, "located_in", pick("location", entity.key)),
-                (pick("person", entity.key), "member_of", entity),
-                (pick("project", entity.key), "part_of", entity),
-            ]
-        else:
-            triples = [
-                (pick("organization", entity.key), "located_in", entity),
-                (pick("person", entity.key), "lives_in", entity),
-                (entity, "located_in", pick("location", entity.key)),
-            ]
-        relations_by_snapshot.setdefault(index // per_snapshot, []).extend(
-            Relation(source=s.key, type=t, target=o.key, evidence=(position,))
-            for s, t, o in triples
-            if s.key != o.key
-        )
-    snapshots: list[Snapshot] = []
-    for number in range(max(1, -(-n_entities // per_snapshot))):
-        chunk = entities[number * per_snapshot : (number + 1) * per_snapshot]
-        relations = relations_by_snapshot.get(number, [])
-        usage = Usage(prompt_tokens=1800, completion_tokens=220, requests=1, attempts=1, latency_s=1.2)
-        snapshots.append(bench_snapshot(tape, number, chunk, relations, usage=usage))
-    return MemoryFixture(snapshots=snapshots, names=[e.name for e in entities])
 
 
 def make_snapshot_stream(

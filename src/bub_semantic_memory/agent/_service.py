@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory._index import MemoryIndex, Ranking
 from bub_semantic_memory.memory._render import DEFAULT_BUDGET, render_memory
 from bub_semantic_memory.stores._store import MemoryLoad, SnapshotStore, fetch_tape
+from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import render_transcript
 
 if TYPE_CHECKING:
@@ -107,6 +109,8 @@ class MemoryService:
         self._follow_up: set[str] = set()
         self._cooldown_until: dict[str, float] = {}
         self._deferred: dict[str, TapeStore | AsyncTapeStore] = {}
+        self._indexes: dict[str, MemoryIndex] = {}
+        self._redactor = Redactor()  # evidence lines in notes never show a secret
         self._outlived_reset: dict[str, int] = {}  # tape -> watermark of a memory its reset left in place
         self._semaphore: asyncio.Semaphore | None = None
 
@@ -143,10 +147,27 @@ class MemoryService:
             self._remember(tape, await SnapshotStore(store).load_graph(tape, self.ontology))
             self.stats["loads"] += 1
             graph = self._graphs[tape]
+            try:
+                entries = await fetch_tape(store, tape)
+            except Exception as exc:  # the memory works without the lines its facts cite
+                self.stats["evidence_unread"] += 1
+                logger.warning("semantic memory: cannot read tape %s for evidence lines: %s", tape, exc)
+                entries = []
+            self._index_lines(tape, entries)
         return graph
+
+    def _index_lines(self, tape: str, entries: Sequence[Any]) -> None:
+        """Refresh ``tape``'s retrieval index, with the transcript lines that facts cite as evidence."""
+        index = self.index(tape)
+        if index is not None:
+            lines = render_transcript(entries, redact=self._redactor).lines
+            index.refresh({line.entry_id: line.text for line in lines})
 
     def _remember(self, tape: str, loaded: MemoryLoad) -> None:
         self._graphs[tape] = loaded.graph
+        stale = self._indexes.pop(tape, None)
+        if stale is not None:
+            stale.close()
         self._since_checkpoint[tape] = loaded.tail_snapshots
         rejected = loaded.report.counts["bad_checkpoint"]
         self.stats["rejected_checkpoints"] += rejected
@@ -170,9 +191,15 @@ class MemoryService:
     def _render(
         self, tape: str, graph: MemoryGraph, query: str, shown: Collection[str], named_only: bool
     ) -> str:
+        ranking = self.search(tape, query) if query else None
         if shown or named_only:  # a note: rendered once per turn, never asked for twice
             block = render_memory(
-                graph, query=query, budget=self.policy.budget, shown=shown, named_only=named_only
+                graph,
+                query=query,
+                budget=self.policy.budget,
+                shown=shown,
+                named_only=named_only,
+                ranking=ranking,
             )
             return block.text
         key = (tape, graph.version, query)
@@ -181,9 +208,26 @@ class MemoryService:
             if len(self._render_cache) >= _RENDER_CACHE_SIZE:
                 self._render_cache.clear()
             cached = self._render_cache[key] = render_memory(
-                graph, query=query, budget=self.policy.budget
+                graph, query=query, budget=self.policy.budget, ranking=ranking
             ).text
         return cached
+
+    def index(self, tape: str) -> MemoryIndex | None:
+        """The retrieval index of ``tape``'s loaded graph (built on first use, then refreshed)."""
+        graph = self._graphs.get(tape)
+        if graph is None:
+            return None
+        index = self._indexes.get(tape)
+        if index is None or index.graph is not graph:
+            index = self._indexes[tape] = MemoryIndex(graph)
+        return index
+
+    def search(self, tape: str, query: str, *, limit: int = 20) -> Ranking | None:
+        """What ``query`` is about in ``tape``'s memory: entities and facts, best first (None: no memory)."""
+        index = self.index(tape)
+        if index is None or len(index.graph) == 0:
+            return None
+        return index.rank(query, limit=limit)
 
     # -- background extraction -----------------------------------------------------
 
@@ -265,6 +309,7 @@ class MemoryService:
             self.stats["snapshots"] += 1
         if stored:
             graph.ranked_keys()  # rank here, off the model-call path, not on the next render
+            self._index_lines(tape, entries)  # likewise: the next render finds the index up to date
             await self._checkpoint_if_due(tape, snapshots, stored)
         return stored
 

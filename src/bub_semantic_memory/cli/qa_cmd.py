@@ -49,6 +49,9 @@ def qa(
     base_url: str | None = opt.BASE_URL,
     api_key: str | None = opt.API_KEY,
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Questions answered at once."),
+    distractors: int = typer.Option(
+        0, "--distractors", min=0, help="Made-up entities planted in every memory beside the fixture's own."
+    ),
     cache_dir: Path = typer.Option(Path("evals/qa-cache"), "--cache-dir", help="Where answers are cached."),
     out: Path | None = typer.Option(Path("reports/qa"), "--out", "-o", help="Where qa.json and qa.md go."),
 ) -> None:
@@ -99,6 +102,7 @@ def qa(
         answer_context_tokens=context_tokens,
         cache_dir=cache_dir,
         concurrency=concurrency,
+        distractors=distractors,
     )
 
     async def go() -> object:

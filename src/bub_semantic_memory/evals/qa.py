@@ -22,6 +22,7 @@ scored without the model that extracted it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bub_semantic_memory._errors import EvalError
+from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.backends._transport import CallLedger, ChatBackend, RetryPolicy, send_with_retries
@@ -46,6 +48,7 @@ from bub_semantic_memory.evals.contexts import (
     tape_search_context,
 )
 from bub_semantic_memory.evals.dataset import UNKNOWN, Fixture, Question
+from bub_semantic_memory.evals.distractors import make_memory
 from bub_semantic_memory.evals.qa_report import QAItem, QAOutcome, QAReport
 
 __all__ = ["ANSWER_PROMPT", "QAOptions", "contains_answer", "judge", "run_qa"]
@@ -94,6 +97,9 @@ class QAOptions:
         answer_context_tokens: the answering model's context, for ``full`` (None: unlimited).
         cache_dir: where answers are cached (None: no cache).
         concurrency: questions answered at once.
+        distractors: made-up entities planted in every memory beside the fixture's own
+            (:func:`~.distractors.make_memory`, more recent than the fixture's facts): a memory
+            that lived for months, where the budget has to choose.
     """
 
     ontology: Ontology
@@ -106,6 +112,7 @@ class QAOptions:
     answer_context_tokens: int | None = None
     cache_dir: Path | None = None
     concurrency: int = 1
+    distractors: int = 0
 
 
 async def _contexts(fixture: Fixture, question: Question, options: QAOptions) -> list[Context]:
@@ -117,31 +124,13 @@ async def _contexts(fixture: Fixture, question: Question, options: QAOptions) ->
             built.append(Context("none", "", 0))
         elif condition == "memory":
             snapshots = options.memory.get(fixture.id, ())
-            built.append(
-                await memory_context(
-                    "memory",
-                    fixture.id,
-                    snapshots,
-                    options.ontology,
-                    question.question,
-                    budget=options.budget,
-                )
-            )
+            built.append(await _memory(options, "memory", fixture, snapshots, question))
         elif condition == "gold-memory":
             last = max((e.id for e in entries), default=1)
             gold, _ = snapshots_of(
                 fixture.id, fixture.gold, options.ontology, last_entry_id=last, source="gold"
             )
-            built.append(
-                await memory_context(
-                    "gold-memory",
-                    fixture.id,
-                    gold,
-                    options.ontology,
-                    question.question,
-                    budget=options.budget,
-                )
-            )
+            built.append(await _memory(options, "gold-memory", fixture, gold, question))
         elif condition == "tape-search":
             built.append(await tape_search_context(entries, question.question, budget=options.budget))
         elif condition == "bm25":
@@ -156,8 +145,24 @@ async def _contexts(fixture: Fixture, question: Question, options: QAOptions) ->
 async def _memory(
     options: QAOptions, condition: str, fixture: Fixture, snapshots: Sequence[Snapshot], question: Question
 ) -> Context:
+    planted = [*_distractors(options.distractors), *snapshots]
     return await memory_context(
-        condition, fixture.id, snapshots, options.ontology, question.question, budget=options.budget
+        condition, fixture.id, planted, options.ontology, question.question, budget=options.budget
+    )
+
+
+@functools.cache
+def _distractors(count: int) -> tuple[Snapshot, ...]:
+    return tuple(make_memory(count).snapshots) if count else ()
+
+
+def _names_an_entity(question: Question, fixture: Fixture) -> bool:
+    """Whether the question names one of the fixture's gold entities (by name or alias)."""
+    text = fold_text(question.question)
+    return any(
+        is_mentioned(name, text)
+        for entity in fixture.gold.entities
+        for name in (entity.name, *entity.aliases)
     )
 
 
@@ -248,6 +253,7 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
             question=question.question,
             answers=question.answers,
             category=question.category or "uncategorised",
+            names_entity=_names_an_entity(question, fixture),
             has_memory=fixture.id in options.memory,
             outcomes=outcomes,
         )
@@ -255,6 +261,7 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
     items = list(await asyncio.gather(*(one(f, q) for f, q in questions)))
     return QAReport(
         budget=options.budget,
+        distractors=options.distractors,
         conditions=list(options.conditions),
         memory_source=options.memory_source,
         answer_model=options.answer_model_name or None,
@@ -271,7 +278,8 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
 def memory_from_report(
     report_path: Path, run: str | None, fixtures: Sequence[Fixture], ontology: Ontology
 ) -> tuple[dict[str, list[Snapshot]], str]:
-    """The memory of an eval run: its predictions, one snapshot per fixture, and what it is.
+    """The memory of an eval run, and what it is: the snapshots it stored, or (a report made
+    before reports kept them) its predictions as one snapshot per fixture, without evidence.
 
     Raises:
         EvalError: the report cannot be read, or holds no such run.
@@ -290,7 +298,10 @@ def memory_from_report(
     last_ids = {f.id: max((e.id for e in f.entries()), default=1) for f in fixtures}
     memory: dict[str, list[Snapshot]] = {}
     for result in chosen.fixtures:
-        if result.fixture not in last_ids or result.prediction is None:
+        if result.fixture not in last_ids:
+            continue
+        if result.snapshots:  # what the extraction stored, evidence included
+            memory[result.fixture] = list(result.snapshots)
             continue
         memory[result.fixture], _ = snapshots_of(
             result.fixture,

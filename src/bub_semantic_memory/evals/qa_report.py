@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-__all__ = ["QAItem", "QAOutcome", "QAReport", "Rate", "write_qa_report"]
+__all__ = ["NO_ENTITY", "QAItem", "QAOutcome", "QAReport", "Rate", "write_qa_report"]
 
 _RESAMPLES = 2000
 _SEED = 20261203
@@ -40,6 +40,8 @@ class QAItem(BaseModel):
     question: str
     answers: list[str]
     category: str
+    names_entity: bool = True
+    """The question names one of the fixture's gold entities (by name or alias)."""
     has_memory: bool = True
     outcomes: list[QAOutcome]
 
@@ -63,6 +65,7 @@ class QAReport(BaseModel):
 
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     budget: int
+    distractors: int = 0
     conditions: list[str]
     memory_source: str = ""
     answer_model: str | None = None
@@ -77,7 +80,7 @@ class QAReport(BaseModel):
         return [
             outcome
             for item in self.items
-            if category is None or item.category == category
+            if _in(item, category)
             if (outcome := item.outcome(condition)) is not None
         ]
 
@@ -105,7 +108,7 @@ class QAReport(BaseModel):
         """``candidate`` minus ``baseline`` (recall or accuracy) and its paired bootstrap 95% interval."""
         pairs: list[tuple[bool, bool]] = []
         for item in self.items:
-            if category is not None and item.category != category:
+            if not _in(item, category):
                 continue
             a, b = item.outcome(candidate), item.outcome(baseline)
             if a is None or b is None:
@@ -122,6 +125,18 @@ class QAReport(BaseModel):
             for _ in range(_RESAMPLES)
         )
         return point, (samples[int(0.025 * _RESAMPLES)], samples[int(0.975 * _RESAMPLES) - 1])
+
+
+NO_ENTITY = "names no entity"
+"""A pseudo-category: the questions that name none of their fixture's gold entities."""
+
+
+def _in(item: QAItem, category: str | None) -> bool:
+    if category is None:
+        return True
+    if category == NO_ENTITY:
+        return not item.names_entity
+    return item.category == category
 
 
 def _pct(rate: Rate) -> str:
@@ -145,7 +160,10 @@ def to_markdown(report: QAReport) -> str:
         "",
         f"- Created: {report.created_at.isoformat()}",
         f"- Questions: {len(report.items)} ({answerable} answerable)",
-        f"- Budget: {report.budget} tokens per context",
+        f"- Budget: {report.budget} tokens per context"
+        + (
+            f"; {report.distractors:,} made-up entities planted in every memory" if report.distractors else ""
+        ),
         f"- Memory: {report.memory_source or 'none given'}"
         + (
             f"; {sum(1 for i in report.items if not i.has_memory)} question(s) of fixtures without memory"
@@ -159,6 +177,7 @@ def to_markdown(report: QAReport) -> str:
             f"- Answer prompt: {report.answer_prompt}",
             f"- Judge (a fixed rule, no model): {report.judge}",
         ]
+    categories = [*categories, NO_ENTITY]
     header = ["condition", "context recall", *(f"recall: {c}" for c in categories), "tokens / question"]
     if report.answer_model:
         header += ["answer accuracy", "unanswerable: answered unknown"]
@@ -187,6 +206,7 @@ def to_markdown(report: QAReport) -> str:
             if other == "memory":
                 continue
             recall = _delta_text(report.delta("memory", other))
+            recall += f"; names no entity: {_delta_text(report.delta('memory', other, category=NO_ENTITY))}"
             accuracy = (
                 _delta_text(report.delta("memory", other, metric="accuracy")) if report.answer_model else "–"
             )
@@ -207,6 +227,7 @@ def rows(report: QAReport) -> Sequence[tuple[str, Callable[[str], str]]]:
     """The summary columns the terminal table shows, each with how a condition's cell reads."""
     columns: list[tuple[str, Callable[[str], str]]] = [
         ("context recall", lambda c: _pct(report.recall(c))),
+        ("recall, names no entity", lambda c: _pct(report.recall(c, NO_ENTITY))),
         ("tokens / question", lambda c: f"{report.tokens(c):,.0f}"),
     ]
     if report.answer_model:

@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from bub_semantic_memory._models import Usage
+from bub_semantic_memory._models import Snapshot, Usage
 from bub_semantic_memory.evals.dataset import Prediction
 from bub_semantic_memory.evals.scoring import PRF, FixtureDiff
 
@@ -57,6 +57,7 @@ class FixtureResult(FixtureDiff):
         first_try_valid_calls: calls whose first answer passed validation.
         usage: what the extraction cost when it ran (the original run's usage when cached).
         requests_made: HTTP requests made in this run (0 when cached).
+        snapshots: the snapshots the extraction produced (the memory, with evidence).
     """
 
     fixture: str
@@ -73,6 +74,11 @@ class FixtureResult(FixtureDiff):
         default_factory=list, description="Items the model kept getting wrong, left out with a reason each."
     )
     prediction: Prediction
+    snapshots: list[Snapshot] = Field(
+        default_factory=list,
+        description="What the extraction stored, evidence included: the memory the plugin would hold "
+        "(the memory-QA eval reads it; reports made before this field have none).",
+    )
 
 
 class Metrics(BaseModel):

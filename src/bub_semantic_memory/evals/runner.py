@@ -200,6 +200,7 @@ class _PromptRunner:
             requests_made=outcome.requests_made,
             dropped=[reason for s in outcome.snapshots for reason in s.dropped],
             prediction=prediction,
+            snapshots=list(outcome.snapshots),
             **score.diff_fields(),
         )
         return result, score

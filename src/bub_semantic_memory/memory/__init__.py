@@ -8,6 +8,17 @@ Nothing here calls a model or reads a store.
 from __future__ import annotations
 
 from bub_semantic_memory.memory._graph import EntityView, MemoryGraph, RelationView
+from bub_semantic_memory.memory._index import Fact, MemoryIndex, Ranking
 from bub_semantic_memory.memory._render import DEFAULT_BUDGET, MemoryBlock, render_memory
 
-__all__ = ["DEFAULT_BUDGET", "EntityView", "MemoryBlock", "MemoryGraph", "RelationView", "render_memory"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "EntityView",
+    "Fact",
+    "MemoryBlock",
+    "MemoryGraph",
+    "MemoryIndex",
+    "Ranking",
+    "RelationView",
+    "render_memory",
+]

@@ -4,9 +4,10 @@ The block is built from the in-memory graph only (no model call, no store read),
 so it can run on every model call. It picks the most relevant facts for the
 latest user message and never exceeds a token budget:
 
-1. entities named in the message (name or alias, normalised);
-2. their one-hop neighbours;
-3. everything else, most recently mentioned first, then by number of relations.
+1. the entities the message is about: ranked by retrieval over the memory when an index is
+   given (:mod:`._index`: BM25 over entities and fact sentences, names, neighbourhood, fused),
+   else the entities named in the message (name or alias, normalised) and their neighbours;
+2. everything else, most recently mentioned first, then by number of relations.
 
 Each entity contributes a line, then its current relations; superseded relations
 appear last, marked as history. An empty graph renders no block at all.
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.memory._graph import EntityView, MemoryGraph, RelationView
+from bub_semantic_memory.memory._index import Ranking
 
 __all__ = ["DEFAULT_BUDGET", "MemoryBlock", "render_memory"]
 
@@ -29,6 +31,7 @@ DEFAULT_BUDGET = 800
 HEADER = "<memory>\nFacts remembered from earlier in this conversation (may be incomplete):"
 FOOTER = "</memory>"
 _GIVE_UP_AFTER_MISSES = 25
+_QUOTED_FACTS = 5  # the ranked facts whose evidence lines a block quotes
 
 
 @dataclass(frozen=True)
@@ -53,13 +56,22 @@ class MemoryBlock:
         return bool(self.text)
 
 
-def _relevance_order(graph: MemoryGraph, query: str, *, named_only: bool = False) -> Iterator[str]:
-    """Keys in injection order, lazily: the rendering stops once the budget is spent."""
-    named = graph.named_in(query) if query else []
-    order: dict[str, None] = dict.fromkeys(named)
-    for key in named:
-        for neighbour in sorted(graph.neighbours(key), key=lambda k: -graph.last_seen(k)):
-            order.setdefault(neighbour, None)
+def _relevance_order(
+    graph: MemoryGraph, query: str, *, named_only: bool = False, ranking: Ranking | None = None
+) -> Iterator[str]:
+    """Keys in injection order, lazily: the rendering stops once the budget is spent.
+
+    With a ranking (retrieval over the memory), its entities come first whether or not the
+    query names them; without one, the entities the query names and their neighbours.
+    """
+    if ranking is not None:
+        order: dict[str, None] = dict.fromkeys(ranking.entities)
+    else:
+        named = graph.named_in(query) if query else []
+        order = dict.fromkeys(named)
+        for key in named:
+            for neighbour in sorted(graph.neighbours(key), key=lambda k: -graph.last_seen(k)):
+                order.setdefault(neighbour, None)
     yield from order
     if not named_only:
         yield from (key for key in graph.ranked_keys() if key not in order)
@@ -93,12 +105,15 @@ def render_memory(
     budget: int = DEFAULT_BUDGET,
     shown: Collection[str] = (),
     named_only: bool = False,
+    ranking: Ranking | None = None,
 ) -> MemoryBlock:
     """Render the most relevant facts for ``query`` within ``budget`` estimated tokens.
 
     Entity and fact lines in ``shown`` are skipped; an entity whose own line was shown can
-    still contribute facts that were not. ``named_only`` keeps to the entities ``query``
-    names and their neighbours (steps 1 and 2), leaving out the rest of the memory.
+    still contribute facts that were not. ``named_only`` keeps to the entities relevant to
+    ``query`` (steps 1 and 2, or the ranking's), leaving out the rest of the memory.
+    ``ranking`` (:meth:`MemoryIndex.rank` of ``query``) orders entities and, within an entity,
+    its facts: the ranked ones first, in their order.
     """
     if len(graph) == 0:
         return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=0)
@@ -106,7 +121,11 @@ def render_memory(
     used = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2
     shown_relations: set[tuple[str, str, str]] = set()
     entities = facts = misses = 0
-    for key in _relevance_order(graph, query, named_only=named_only):
+    fact_order = {fact.key: index for index, fact in enumerate(ranking.facts)} if ranking else {}
+    # the lines that stated the best facts: what was said, for an agent to read or search for
+    quoted = {fact.key: fact.evidence_lines for fact in ranking.facts[:_QUOTED_FACTS]} if ranking else {}
+    quoted_lines: set[str] = set()
+    for key in _relevance_order(graph, query, named_only=named_only, ranking=ranking):
         if misses >= _GIVE_UP_AFTER_MISSES:
             break
         entity = graph.view(key)
@@ -122,7 +141,14 @@ def render_memory(
             used += cost
             entities += 1
         edges = sorted(
-            graph.edges(key), key=lambda r: (r.valid_until is not None, r.type, r.target, r.source)
+            graph.edges(key),
+            key=lambda r: (
+                fact_order.get(r.key, len(fact_order)),
+                r.valid_until is not None,
+                r.type,
+                r.target,
+                r.source,
+            ),
         )
         for relation in edges:
             if relation.key in shown_relations:
@@ -137,6 +163,14 @@ def render_memory(
             used += cost
             facts += 1
             shown_relations.add(relation.key)
+            for said in quoted.get(relation.key, ()):
+                quote = f"    > {said}"
+                cost = estimate_tokens(quote) + 1
+                if said in quoted_lines or quote in shown or used + cost > budget:
+                    continue
+                lines.append(quote)
+                used += cost
+                quoted_lines.add(said)
     if entities == 0 and facts == 0:
         return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=len(graph))
     lines.append(FOOTER)

@@ -1,0 +1,265 @@
+"""Ranked retrieval over a memory graph: which entities and facts a question is about.
+
+A question rarely names what it asks about ("where did my sister move?", "who is handling it
+now?"), so naming alone picks the wrong memory. The index ranks by content as well:
+
+* **BM25** over one document per entity (name, aliases, type, attributes) and one per relation,
+  written as a fact sentence ("Maya Lin works for Globex", with "formerly" when superseded), in
+  SQLite's FTS5 (the standard library: incremental inserts and deletes, BM25 built in, English
+  stemming, accents folded);
+* **names**: entities whose name or alias the question contains (:meth:`MemoryGraph.named_in`);
+* **neighbourhood**: the entities one relation away from the best of the two above.
+
+The three ranked lists are fused by reciprocal rank (each list adds ``1 / (60 + rank)``), the
+usual way to combine rankings whose scores are not comparable. Facts (relations) are ranked by
+their own BM25 rank and their ends' fused scores; a superseded fact ranks below the current one
+of its kind unless the question asks about the past ("before", "used to", "previously"...).
+
+The index is updated, not rebuilt: :meth:`MemoryIndex.refresh` rewrites only the documents whose
+text changed since the last refresh (the graph's version tells when to look). The memory service
+refreshes after each extraction, off the agent's model calls.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from bub_semantic_memory._models import RelationKey
+from bub_semantic_memory.memory._graph import EntityView, MemoryGraph, RelationView
+
+__all__ = ["Fact", "MemoryIndex", "Ranking", "asks_about_the_past", "fact_sentence"]
+
+RRF_K = 60
+"""The reciprocal-rank constant: rank 1 adds 1/61, rank 10 adds 1/70."""
+_TOKENIZER = "porter unicode61 remove_diacritics 2"
+_CANDIDATES = 50  # BM25 hits read per query
+_EVIDENCE_LINES = 2  # transcript lines kept with a fact: the first that stated it, and the latest
+_EVIDENCE_CHARS = 300
+_PAST = re.compile(
+    r"\b(before|previous(ly)?|used to|former(ly)?|earlier|originally|at first|old|no longer|until|past|"
+    r"prior|once|back then|had been|did .* (live|work)|was .* (assigned|working))\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_the_past(question: str) -> bool:
+    """Whether ``question`` asks what held before ("where did X live before?", "who used to...")."""
+    return _PAST.search(question) is not None
+
+
+def fact_sentence(graph: MemoryGraph, relation: RelationView) -> str:
+    """A relation as a short sentence in the graph's names ("Maya Lin works for Globex")."""
+
+    def name(key: str) -> str:
+        entity = graph.view(key)
+        return entity.name if entity is not None else key
+
+    verb = relation.type.replace("_", " ")
+    prefix = "formerly: " if relation.valid_until is not None else ""
+    return f"{prefix}{name(relation.source)} {verb} {name(relation.target)}"
+
+
+def _entity_text(entity: EntityView) -> str:
+    attributes = " ".join(f"{key} {value}" for key, value in entity.attributes.items())
+    return " ".join(filter(None, [entity.name, *entity.aliases, entity.type, attributes]))
+
+
+@dataclass(frozen=True)
+class Fact:
+    """A relation as retrieval returns it.
+
+    Attributes:
+        key: (source key, type, target key).
+        sentence: the fact in words.
+        current: False when a later value superseded it.
+        valid_from, valid_until: the tape positions (entry ids) it held from and until.
+        evidence: entry ids that state it.
+        evidence_lines: the transcript lines of (some of) those entries, when the index was given them.
+    """
+
+    key: RelationKey
+    sentence: str
+    current: bool
+    valid_from: int | str | None
+    valid_until: int | str | None
+    evidence: tuple[int, ...]
+    evidence_lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What a question is about, best first: entity keys, and facts."""
+
+    entities: tuple[str, ...]
+    facts: tuple[Fact, ...]
+
+
+class MemoryIndex:
+    """A BM25 index of one graph's entities and facts, refreshed as the graph changes.
+
+    Args:
+        graph: the graph it indexes (read through its public views).
+    """
+
+    def __init__(self, graph: MemoryGraph) -> None:
+        self.graph = graph
+        self._db = sqlite3.connect(":memory:", check_same_thread=False)
+        self._db.execute(
+            f"CREATE VIRTUAL TABLE docs USING fts5(doc UNINDEXED, text, tokenize={_TOKENIZER!r})"
+        )
+        self._lock = threading.Lock()
+        self._texts: dict[str, str] = {}  # doc id -> indexed text
+        self._rowids: dict[str, int] = {}
+        self._version = -1
+        self._lines: dict[int, str] = {}  # entry id -> transcript line, for evidence text
+        self._lines_seen = 0
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def refresh(self, lines: Mapping[int, str] | None = None) -> int:
+        """Bring the index up to the graph: rewrite the documents whose text changed.
+
+        Args:
+            lines: transcript lines by entry id (new ones are added to those known): a fact's
+                evidence lines are indexed with it and returned with it, so a question can
+                find a fact by words the sentence lacks, and a note can show what was said.
+
+        Returns how many documents were written or deleted (0 when nothing changed).
+        """
+        if lines:
+            self._lines.update(lines)
+        if self._version == self.graph.version and self._lines_seen == len(self._lines):
+            return 0
+        self._lines_seen = len(self._lines)
+        wanted = dict(self._documents())
+        changed = 0
+        with self._lock, self._db:
+            for doc in [d for d in self._texts if d not in wanted]:
+                self._db.execute("DELETE FROM docs WHERE rowid = ?", (self._rowids.pop(doc),))
+                del self._texts[doc]
+                changed += 1
+            for doc, text in wanted.items():
+                if self._texts.get(doc) == text:
+                    continue
+                if doc in self._rowids:
+                    self._db.execute("DELETE FROM docs WHERE rowid = ?", (self._rowids[doc],))
+                cursor = self._db.execute("INSERT INTO docs(doc, text) VALUES (?, ?)", (doc, text))
+                assert cursor.lastrowid is not None
+                self._rowids[doc] = cursor.lastrowid
+                self._texts[doc] = text
+                changed += 1
+        self._version = self.graph.version
+        return changed
+
+    def _documents(self) -> Iterable[tuple[str, str]]:
+        graph = self.graph
+        for entity in graph.entities():
+            view = graph.view(entity.key)
+            if view is not None:
+                yield f"e\t{entity.key}", _entity_text(view)
+        seen: set[RelationKey] = set()
+        for entity in graph.entities():
+            for relation in graph.edges(entity.key):
+                if relation.key in seen:
+                    continue
+                seen.add(relation.key)
+                evidence = " ".join(self.evidence_lines(relation.evidence))
+                yield "r\t" + "\t".join(relation.key), f"{fact_sentence(graph, relation)} {evidence}".strip()
+
+    def evidence_lines(self, evidence: Iterable[int]) -> tuple[str, ...]:
+        """The transcript lines of the first and the latest entry that state a fact (those known)."""
+        known = sorted(entry for entry in evidence if entry in self._lines)
+        picked = list(dict.fromkeys([*known[:1], *known[-1:]]))[:_EVIDENCE_LINES]
+        return tuple(self._lines[entry][:_EVIDENCE_CHARS] for entry in picked)
+
+    def _bm25(self, question: str) -> list[str]:
+        terms = [t for t in dict.fromkeys(re.findall(r"\w+", question.casefold())) if len(t) > 1]
+        if not terms:
+            return []
+        match = " OR ".join(f'"{term}"' for term in terms)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT doc FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?", (match, _CANDIDATES)
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def rank(self, question: str, *, limit: int = 20) -> Ranking:
+        """The entities and facts ``question`` is about, best first (at most ``limit`` of each)."""
+        self.refresh()
+        graph = self.graph
+        hits = self._bm25(question)
+        lexical: list[str] = []
+        fact_rank: dict[RelationKey, int] = {}
+        for doc in hits:
+            kind, *parts = doc.split("\t")
+            if kind == "e":
+                lexical.append(parts[0])
+            else:
+                source, rel_type, target = parts
+                fact_rank.setdefault((source, rel_type, target), len(fact_rank))
+                lexical.extend((source, target))
+        lexical = list(dict.fromkeys(graph.resolve(k) for k in lexical))
+        named = list(dict.fromkeys(graph.resolve(k) for k in graph.named_in(question)))
+        seeds = list(dict.fromkeys([*named[:5], *lexical[:5]]))
+        nearby = list(dict.fromkeys(n for key in seeds for n in graph.neighbours(key) if n not in seeds))
+        scores: dict[str, float] = {}
+        for ranked in (lexical, named, nearby):
+            for position, key in enumerate(ranked, start=1):
+                scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + position)
+        entities = sorted(scores, key=lambda k: (-scores[k], -graph.last_seen(k), k))[:limit]
+        return Ranking(
+            entities=tuple(entities), facts=self._facts(question, entities, fact_rank, scores, limit)
+        )
+
+    def _facts(
+        self,
+        question: str,
+        entities: list[str],
+        fact_rank: dict[RelationKey, int],
+        scores: dict[str, float],
+        limit: int,
+    ) -> tuple[Fact, ...]:
+        graph = self.graph
+        past = asks_about_the_past(question)
+        candidates: dict[RelationKey, RelationView] = {}
+        for key in entities:
+            for relation in graph.edges(key):
+                candidates.setdefault(relation.key, relation)
+        for key in fact_rank:
+            for relation in graph.edges(key[0]):
+                if relation.key == key:
+                    candidates.setdefault(key, relation)
+
+        def score(relation: RelationView) -> float:
+            value = scores.get(relation.source, 0.0) + scores.get(relation.target, 0.0)
+            if relation.key in fact_rank:
+                value += 1.0 / (RRF_K + fact_rank[relation.key] + 1)
+            return value
+
+        def order(relation: RelationView) -> tuple[bool, float, tuple[str, str, str]]:
+            superseded = relation.valid_until is not None
+            # current facts first, unless the question asks what held before
+            return (superseded != past, -score(relation), relation.key)
+
+        ranked = sorted(candidates.values(), key=order)[:limit]
+        return tuple(
+            Fact(
+                key=relation.key,
+                sentence=fact_sentence(graph, relation),
+                current=relation.valid_until is None,
+                valid_from=relation.valid_from,
+                valid_until=relation.valid_until,
+                evidence=tuple(sorted(relation.evidence)),
+                evidence_lines=self.evidence_lines(relation.evidence),
+            )
+            for relation in ranked
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
