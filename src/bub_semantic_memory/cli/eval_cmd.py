@@ -1,4 +1,4 @@
-"""``eval ...`` and ``fixtures import``: the eval harness on the command line."""
+"""``eval ...``, ``fixtures import`` and ``fixtures import-locomo``: the eval harness on the command line."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from bub_semantic_memory.evals.labels import LabelMap
 
 app = new_app("Score extraction against gold fixtures, run prompt versions, compare runs.")
-fixtures_app = new_app("Eval fixtures: import plain conversations as Bub tapes with gold.")
+fixtures_app = new_app("Eval fixtures: import plain conversations, or LoCoMo's, as Bub tapes with gold.")
 
 IDS = typer.Option([], "--fixture", help="Only this fixture id (repeatable).")
 SYNONYMS = typer.Option(
@@ -274,3 +274,34 @@ def import_fixtures(
     for warning in report.warnings:
         stderr.print(f"Warning: {warning}", markup=False)
     stdout.print(f"Imported into {out}: {report.summary()}", markup=False)
+
+
+@fixtures_app.command("import-locomo")
+@handle_errors
+def import_locomo_fixtures(
+    source: Path = typer.Argument(
+        ..., exists=True, dir_okay=False, help="A JSON file in the LoCoMo layout: an array of samples."
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="Fixture directory to write."),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help="Fail on any problem (a sample skipped, evidence naming no turn, a question dropped); "
+        "write nothing.",
+    ),
+) -> None:
+    """Turn LoCoMo samples into fixtures: a dated Bub tape and the sample's questions each.
+
+    Each sample becomes the fixture locomo-<sample_id>; both speakers are named senders,
+    every entry carries its session's date. A sample that cannot be imported is skipped
+    with a warning saying where and why. The ids written go to stdout, one per line;
+    warnings and the counts to stderr.
+    """
+    from bub_semantic_memory.evals.locomo import import_locomo
+
+    report = import_locomo(source, out, strict=strict)
+    for warning in report.warnings:
+        stderr.print(f"Warning: {warning}", markup=False)
+    for fixture_id in report.fixtures:
+        stdout.print(fixture_id, markup=False)
+    stderr.print(f"Imported into {out}: {report.summary()}", markup=False)

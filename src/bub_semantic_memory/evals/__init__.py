@@ -4,6 +4,8 @@
   ``gold.json``), prediction files, the dataset hash;
 * :mod:`~bub_semantic_memory.evals.importer`: plain annotated conversations (JSONL)
   to fixture directories with realistic Bub tapes;
+* :mod:`~bub_semantic_memory.evals.locomo`: conversations in the LoCoMo benchmark's layout
+  (dated sessions between two people, with questions) to fixtures;
 * :mod:`~bub_semantic_memory.evals.scoring`: one-to-one alignment of predictions with
   gold and micro-averaged precision, recall and F1.
 
@@ -26,6 +28,7 @@ from bub_semantic_memory.evals.dataset import (
     load_predictions,
 )
 from bub_semantic_memory.evals.importer import FixtureIssues, ImportReport, import_conversations
+from bub_semantic_memory.evals.locomo import import_locomo
 from bub_semantic_memory.evals.scoring import (
     PRF,
     DatasetScore,
@@ -52,6 +55,7 @@ __all__ = [
     "ScoringConfig",
     "dataset_hash",
     "import_conversations",
+    "import_locomo",
     "load_fixtures",
     "load_predictions",
     "score_dataset",

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -54,7 +54,16 @@ from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.evals.dataset import GOLD_FILE, TAPE_FILE, Gold, describe_validation_error
 
-__all__ = ["FixtureIssues", "ImportReport", "SkippedConversation", "import_conversations"]
+__all__ = [
+    "ConvertedFixture",
+    "FixtureIssues",
+    "ImportReport",
+    "SkippedConversation",
+    "TapeBuilder",
+    "check_fixture_id",
+    "import_conversations",
+    "write_fixtures",
+]
 
 ASSISTANT_SPEAKERS = frozenset({"assistant", "agent", "bot"})
 TOOL_SPEAKER = "tool"
@@ -105,6 +114,9 @@ class FixtureIssues(BaseModel):
             conversation text (turn texts, tool arguments and tool results, compared as
             normalised whole words).
         forbidden_gold_names: forbidden names that are also gold names or aliases.
+        unknown_evidence: evidence references of a question that name no turn of the
+            conversation (the question is kept without them).
+        dropped_questions: questions that could not be converted, each with its reason.
     """
 
     unknown_entity_types: list[str] = Field(default_factory=list)
@@ -112,6 +124,8 @@ class FixtureIssues(BaseModel):
     dangling_endpoints: list[str] = Field(default_factory=list)
     unmentioned_names: list[str] = Field(default_factory=list)
     forbidden_gold_names: list[str] = Field(default_factory=list)
+    unknown_evidence: list[str] = Field(default_factory=list)
+    dropped_questions: list[str] = Field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
@@ -120,6 +134,8 @@ class FixtureIssues(BaseModel):
             or self.dangling_endpoints
             or self.unmentioned_names
             or self.forbidden_gold_names
+            or self.unknown_evidence
+            or self.dropped_questions
         )
 
 
@@ -132,7 +148,7 @@ class SkippedConversation(BaseModel):
 
 
 class ImportReport(BaseModel):
-    """What :func:`import_conversations` wrote and what looked wrong.
+    """What an import (:func:`import_conversations`, ``import_locomo``) wrote and what looked wrong.
 
     Attributes:
         fixtures: ids of the fixtures written, in source order.
@@ -158,12 +174,59 @@ class ImportReport(BaseModel):
 
 
 @dataclass
-class _Converted:
+class ConvertedFixture:
+    """One converted conversation, ready to be written: its id, tape and gold bytes, what looked wrong."""
+
     id: str
     tape: bytes
     gold: bytes
     issues: FixtureIssues
     warnings: list[str]
+
+
+def write_fixtures(items: Iterable[ConvertedFixture], out: Path, report: ImportReport) -> None:
+    """Write each converted fixture as ``out/<id>/{tape.jsonl,gold.json}`` and record it in ``report``.
+
+    Existing fixture directories with the same ids are overwritten; others are left alone.
+
+    Args:
+        items: the fixtures, written in this order (consumed lazily, one at a time).
+        out: the fixtures directory (created if needed).
+        report: receives each id, its issues (when it has any) and its warnings.
+
+    Raises:
+        FixtureError: a directory or file cannot be written.
+    """
+    for item in items:
+        folder = out / item.id
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / TAPE_FILE).write_bytes(item.tape)
+            (folder / GOLD_FILE).write_bytes(item.gold)
+        except OSError as exc:
+            raise FixtureError(f"cannot write fixture {folder}: {exc.strerror or exc}") from exc
+        report.fixtures.append(item.id)
+        if item.issues:
+            report.issues[item.id] = item.issues
+        report.warnings.extend(item.warnings)
+
+
+def check_fixture_id(fixture_id: str, what: str) -> None:
+    """Check that ``fixture_id`` can name a fixture directory (no path separators, no leading dot).
+
+    Args:
+        fixture_id: the id to check.
+        what: what the id belongs to, with its place (``"src.jsonl:3: conversation"``);
+            the error message starts with it.
+
+    Raises:
+        FixtureError: the id cannot name a directory.
+    """
+    if not _FIXTURE_ID.match(fixture_id):
+        raise FixtureError(
+            f"{what} id {fixture_id!r} must be 1-128 letters, digits, "
+            "'.', '_' or '-' (it names the fixture directory)"
+        )
 
 
 def import_conversations(
@@ -189,21 +252,13 @@ def import_conversations(
         for _ in _conversions(files, ontology, ImportReport(), strict=True):
             pass  # first pass: everything must convert before anything is written
     report = ImportReport()
-    for item in _conversions(files, ontology, report, strict=strict):
-        folder = out / item.id
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / TAPE_FILE).write_bytes(item.tape)
-        (folder / GOLD_FILE).write_bytes(item.gold)
-        report.fixtures.append(item.id)
-        if item.issues:
-            report.issues[item.id] = item.issues
-        report.warnings.extend(item.warnings)
+    write_fixtures(_conversions(files, ontology, report, strict=strict), out, report)
     return report
 
 
 def _conversions(
     files: list[Path], ontology: Ontology, report: ImportReport, *, strict: bool
-) -> Iterator[_Converted]:
+) -> Iterator[ConvertedFixture]:
     """Convert conversations one by one; skip (and record in ``report``) those that fail."""
     seen: dict[str, str] = {}
     for path in files:
@@ -256,15 +311,11 @@ def _parse(line: bytes, where: str) -> _SourceConversation:
         conversation = _SourceConversation.model_validate_json(line)
     except ValidationError as exc:
         raise FixtureError(f"{where}: malformed conversation: {describe_validation_error(exc)}") from exc
-    if not _FIXTURE_ID.match(conversation.id):
-        raise FixtureError(
-            f"{where}: conversation id {conversation.id!r} must be 1-128 letters, digits, "
-            "'.', '_' or '-' (it names the fixture directory)"
-        )
+    check_fixture_id(conversation.id, f"{where}: conversation")
     return conversation
 
 
-def _convert(conversation: _SourceConversation, ontology: Ontology, where: str) -> _Converted:
+def _convert(conversation: _SourceConversation, ontology: Ontology, where: str) -> ConvertedFixture:
     gold = conversation.gold.model_copy(
         update={
             "id": conversation.id,
@@ -276,17 +327,26 @@ def _convert(conversation: _SourceConversation, ontology: Ontology, where: str) 
             "tags": list(conversation.tags if conversation.tags is not None else conversation.gold.tags),
         }
     )
-    tape = _TapeBuilder(f"{where}: conversation {conversation.id!r}").build(conversation.turns)
+    tape = TapeBuilder(f"{where}: conversation {conversation.id!r}").build(conversation.turns)
     optional_empty = {"forbidden"} if not gold.forbidden else set()  # only where a fixture needs it
     gold_json = gold.model_dump(mode="json", exclude=optional_empty)
     gold_bytes = (json.dumps(gold_json, indent=2, ensure_ascii=False) + "\n").encode()
     issues, warnings = _check_gold(conversation, gold, ontology)
-    return _Converted(id=conversation.id, tape=tape, gold=gold_bytes, issues=issues, warnings=warnings)
+    return ConvertedFixture(id=conversation.id, tape=tape, gold=gold_bytes, issues=issues, warnings=warnings)
 
 
 @dataclass
-class _TapeBuilder:
-    """Accumulates tape entries for one conversation; raises FixtureError naming ``where``."""
+class TapeBuilder:
+    """Accumulates the entries of one Bub tape; raises FixtureError naming ``where``.
+
+    :meth:`build` turns a whole plain conversation into a tape. Importers of other layouts
+    drive the parts instead: :meth:`begin`, :meth:`restart_clock` where the dates jump,
+    :meth:`user` per message, :meth:`close_run`, then :meth:`tape`.
+
+    Entry ``n`` is dated ``origin + step * (n - first)``, where ``first`` is the entry at
+    which the clock was last restarted (entry 1 by default): one minute apart from
+    2026-01-05T09:00:00+00:00 unless restarted.
+    """
 
     where: str
     entries: list[dict[str, Any]] = field(default_factory=list)
@@ -294,13 +354,17 @@ class _TapeBuilder:
     call_counter: int = 0
     pending: list[tuple[str, str]] = field(default_factory=list)  # (call id, tool name), in call order
     answers: dict[int, str] = field(default_factory=dict)  # index into pending -> result text
+    origin: datetime = _START
+    step: timedelta = _STEP
+    first: int = 1
 
     def build(self, turns: list[_SourceTurn]) -> bytes:
-        self._add("anchor", {"name": "session/start", "state": dict(_BOOTSTRAP_STATE)})
-        self._add(
-            "event",
-            {"name": "handoff", "data": {"name": "session/start", "state": dict(_BOOTSTRAP_STATE)}},
-        )
+        """The tape of a plain conversation: bootstrap, then each turn in its role.
+
+        Raises:
+            FixtureError: a turn cannot be converted (the message names it by number).
+        """
+        self.begin()
         for number, turn in enumerate(turns, start=1):
             role = _role(turn.speaker)
             if role != "assistant" and turn.tool_calls:
@@ -314,41 +378,77 @@ class _TapeBuilder:
             if role == "assistant":
                 self._assistant(number, turn)
             else:
-                self._user(number, turn)
+                speaker = turn.speaker.strip()
+                self.user(number, turn.text, "human" if speaker.casefold() in _HUMAN_SPEAKERS else speaker)
         self._flush_results(None)
-        self._close_run()
-        return "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in self.entries).encode()
+        return self.tape()
 
-    def _fail(self, turn: int | None, message: str) -> NoReturn:
-        where = f"turn {turn}" if turn is not None else "end of conversation"
-        raise FixtureError(f"{self.where}: {where}: {message}")
+    def begin(self) -> None:
+        """Add bub's bootstrap: the ``session/start`` anchor and its handoff event."""
+        self._add("anchor", {"name": "session/start", "state": dict(_BOOTSTRAP_STATE)})
+        self._add(
+            "event",
+            {"name": "handoff", "data": {"name": "session/start", "state": dict(_BOOTSTRAP_STATE)}},
+        )
 
-    def _add(self, kind: str, payload: dict[str, Any]) -> str:
-        entry_id = len(self.entries) + 1
-        date = (_START + _STEP * (entry_id - 1)).isoformat()
-        self.entries.append({"id": entry_id, "kind": kind, "payload": payload, "meta": {}, "date": date})
-        return date
+    def restart_clock(self, origin: datetime, step: timedelta) -> None:
+        """Date the next entry ``origin`` and each one after it ``step`` later."""
+        self.origin, self.step, self.first = origin, step, len(self.entries) + 1
 
-    def _close_run(self) -> None:
-        if self.run_open:
-            self._add("event", {"name": "run", "data": {"status": "ok"}})
-            self.run_open = False
+    def next_date(self) -> datetime:
+        """The date the next entry will get."""
+        return self._date(len(self.entries) + 1)
 
-    def _user(self, number: int, turn: _SourceTurn) -> None:
-        if not turn.text.strip():
-            self._fail(number, "empty user message")
-        speaker = turn.speaker.strip()
-        if any(ch in speaker for ch in "|\n\r"):
-            self._fail(number, f"speaker {turn.speaker!r} cannot contain '|' or a line break")
-        sender = "human" if speaker.casefold() in _HUMAN_SPEAKERS else speaker
-        self._close_run()
+    def user(self, turn: int | str, text: str, sender: str) -> int:
+        """Add a user message from ``sender`` as bub records it; returns the message's entry id.
+
+        The run of the previous message is closed first; the message opens one
+        (``loop.start``, the system prompt, the message with bub's ``sender_id`` header).
+
+        Args:
+            turn: how error messages name the turn (its number, or the source's own id).
+            text: the message.
+            sender: the ``sender_id`` of bub's header (``human`` is bub's unnamed user).
+
+        Raises:
+            FixtureError: the text is blank, or the sender holds ``|`` or a line break.
+        """
+        if not text.strip():
+            self._fail(turn, "empty user message")
+        if any(ch in sender for ch in "|\n\r"):
+            self._fail(turn, f"speaker {sender!r} cannot contain '|' or a line break")
+        self.close_run()
         # The loop.start entry comes first; the header's date is that of the user message, two entries later.
-        message_date = (_START + _STEP * (len(self.entries) + 2)).isoformat()
-        content = f"sender_id={sender}|channel=$cli|chat_id=fixture\n---Date: {message_date}---\n{turn.text}"
+        message_date = self._date(len(self.entries) + 3).isoformat()
+        content = f"sender_id={sender}|channel=$cli|chat_id=fixture\n---Date: {message_date}---\n{text}"
         self._add("event", {"name": "loop.start", "data": {"model": _MODEL, "prompt": content}})
         self._add("system", {"content": _SYSTEM_PROMPT})
         self._add("message", {"role": "user", "content": content})
         self.run_open = True
+        return len(self.entries)
+
+    def close_run(self) -> None:
+        """End the open run, if any, with bub's ``run`` event (status ok)."""
+        if self.run_open:
+            self._add("event", {"name": "run", "data": {"status": "ok"}})
+            self.run_open = False
+
+    def tape(self) -> bytes:
+        """The tape so far, with any open run closed: one JSON entry per line."""
+        self.close_run()
+        return "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in self.entries).encode()
+
+    def _fail(self, turn: int | str | None, message: str) -> NoReturn:
+        where = f"turn {turn}" if turn is not None else "end of conversation"
+        raise FixtureError(f"{self.where}: {where}: {message}")
+
+    def _date(self, entry_id: int) -> datetime:
+        return self.origin + self.step * (entry_id - self.first)
+
+    def _add(self, kind: str, payload: dict[str, Any]) -> None:
+        entry_id = len(self.entries) + 1
+        date = self._date(entry_id).isoformat()
+        self.entries.append({"id": entry_id, "kind": kind, "payload": payload, "meta": {}, "date": date})
 
     def _assistant(self, number: int, turn: _SourceTurn) -> None:
         if not turn.tool_calls:
