@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.memory._index import MemoryIndex, Ranking
-from bub_semantic_memory.memory._render import DEFAULT_BUDGET, render_memory
+from bub_semantic_memory.memory._render import DEFAULT_BUDGET, MemoryBlock, render_memory
 from bub_semantic_memory.stores._store import MemoryLoad, SnapshotStore, fetch_tape
 from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import render_transcript
@@ -161,7 +161,8 @@ class MemoryService:
         index = self.index(tape)
         if index is not None:
             lines = render_transcript(entries, redact=self._redactor).lines
-            index.refresh({line.entry_id: line.text for line in lines})
+            dates = {entry.id: entry.date for entry in entries if getattr(entry, "date", "")}
+            index.refresh({line.entry_id: line.text for line in lines}, dates)
 
     def _remember(self, tape: str, loaded: MemoryLoad) -> None:
         self._graphs[tape] = loaded.graph
@@ -173,6 +174,14 @@ class MemoryService:
         self.stats["rejected_checkpoints"] += rejected
         if len(loaded.report.issues) > rejected:
             self.stats["unreadable_snapshots"] += len(loaded.report.issues) - rejected
+
+    def render(self, tape: str, query: str) -> MemoryBlock:
+        """The block for ``query`` with its statistics, as :meth:`block` renders it (for ``show``)."""
+        graph = self._graphs.get(tape)
+        if graph is None:
+            return render_memory(MemoryGraph(self.ontology), query=query, budget=self.policy.budget)
+        ranking = self.search(tape, query) if query else None
+        return render_memory(graph, query=query, budget=self.policy.budget, ranking=ranking)
 
     def block(self, tape: str, query: str, *, shown: Collection[str] = (), named_only: bool = False) -> str:
         """The memory block for ``query`` from ``tape``'s loaded graph ("" when there is nothing).

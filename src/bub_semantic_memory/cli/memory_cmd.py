@@ -6,11 +6,14 @@ import asyncio
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from bub_semantic_memory._models import Snapshot
-from bub_semantic_memory.cli._app import PROMOTED_PROMPT, Command
+from bub_semantic_memory.agent._search import search_memory
+from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+from bub_semantic_memory.cli._app import PROMOTED_PROMPT, Command, new_app
 from bub_semantic_memory.cli._common import (
     TAPES_DIR_OPTION,
     fail,
@@ -35,15 +38,19 @@ from bub_semantic_memory.cli._options import (
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.memory._render import DEFAULT_BUDGET, render_memory
+from bub_semantic_memory.memory._render import DEFAULT_BUDGET
 from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name, validate_tape_name
 from bub_semantic_memory.tape._transcript import Entry, ReadReport, read_tape_file
 
 
 def register(app: typer.Typer) -> None:
-    """Add the memory commands to ``app`` (the console script, or bub's ``memory`` group)."""
+    """Add the memory commands to ``app`` (the console script, or bub's ``memory`` group):
+    ``extract``, ``show``, and the ``memory`` verbs on a tape's stored memory."""
     app.command("extract", cls=Command)(extract)
     app.command("show", cls=Command)(show)
+    verbs = new_app("A tape's stored memory: search it.")
+    verbs.command("search")(search)
+    app.add_typer(verbs, name="memory")
 
 
 @handle_errors
@@ -144,6 +151,66 @@ def _print_snapshots(snapshots: list[Snapshot]) -> None:
             stdout.print("  (nothing to remember in these entries)")
 
 
+async def _load(service: MemoryService, name: str, backend: Any) -> MemoryGraph:
+    """The tape's memory, loaded the way the plugin loads it (the skipped lines said on stderr)."""
+    graph = await service.load(name, backend)
+    skipped = service.stats["unreadable_snapshots"]
+    if skipped:
+        stderr.print(f"Skipped {skipped} unreadable line(s) of the memory sidecar.", markup=False)
+    return graph
+
+
+@handle_errors
+def search(
+    query: str = typer.Argument(..., help="What to look for: a question or keywords."),
+    tape: str | None = typer.Option(None, "--tape", help="Tape name (or use --session)."),
+    session: str | None = typer.Option(None, "--session", help="A bub session id (with --workspace)."),
+    workspace: Path = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session."),
+    entity_type: str | None = typer.Option(None, "--type", help="Only entities of this type."),
+    limit: int = typer.Option(10, "--limit", "-n", min=1, max=50, help="At most this many facts."),
+    prompt: str = typer.Option(
+        PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version whose ontology folds the memory."
+    ),
+    prompts_dir: Path | None = PROMPTS_DIR,
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    as_json: bool = typer.Option(
+        False, "--json", help="Print the results as JSON (as the memory.search tool returns them)."
+    ),
+) -> None:
+    """Search a tape's memory as the agent's memory.search tool does: facts and entities, best first."""
+    if (tape is None) == (session is None):
+        fail("give either --tape NAME or --session", code=2)
+    name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
+    ontology = PromptLibrary(prompts_dir).load(prompt).ontology
+    service = MemoryService(ontology=lambda: ontology, extractor=lambda: None)
+
+    async def run() -> dict[str, Any]:
+        async with tape_store(tapes_dir) as backend:
+            await _load(service, name, backend)
+        return search_memory(service, name, query, entity_type=entity_type, limit=limit)
+
+    result = asyncio.run(run())
+    if as_json:
+        stdout.print(json.dumps(result, indent=2, ensure_ascii=False), markup=False)
+        return
+    if "error" in result:
+        fail(f"{name}: {result['error']}")
+    if not result["facts"] and not result["entities"]:
+        stderr.print(f"Nothing in the memory of {name} matches {query!r}.", markup=False)
+        return
+    for fact in result["facts"]:
+        status = "" if fact["current"] else f" (superseded at entry {fact['valid_until']})"
+        stdout.print(
+            f"- {fact['fact']}{status}  [entries {', '.join(map(str, fact['evidence'])) or '-'}]",
+            markup=False,
+        )
+        for said in fact["said"]:
+            stdout.print(f"    > {said}", markup=False)
+    if result["entities"]:
+        names = ", ".join(f"{e['name']} ({e['type']})" for e in result["entities"])
+        stdout.print(f"Entities: {names}", markup=False)
+
+
 @handle_errors
 def show(
     tape: str | None = typer.Argument(None, help="Tape name (see 'bub' tapes), or use --session."),
@@ -164,17 +231,16 @@ def show(
     name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
     ontology = PromptLibrary(prompts_dir).load(prompt).ontology
 
+    service = MemoryService(
+        ontology=lambda: ontology, extractor=lambda: None, policy=MemoryPolicy(budget=budget)
+    )
+
     async def load() -> MemoryGraph:
         async with tape_store(tapes_dir) as backend:
-            graph, report = await SnapshotStore(backend).graph(name, ontology)
-            if report.issues:
-                stderr.print(
-                    f"Skipped {len(report.issues)} unreadable line(s) of the memory sidecar.", markup=False
-                )
-            return graph
+            return await _load(service, name, backend)
 
     graph = asyncio.run(load())
-    block = render_memory(graph, query=query, budget=budget)
+    block = service.render(name, query)  # the plugin's own path: ranked, evidence quoted
     if as_json:
         payload = {
             "tape": name,

@@ -37,6 +37,7 @@ RRF_K = 60
 """The reciprocal-rank constant: rank 1 adds 1/61, rank 10 adds 1/70."""
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 _CANDIDATES = 50  # BM25 hits read per query
+_COMMON_MIN = 5  # a word in more documents than this and a quarter of them is too common to search for
 _EVIDENCE_LINES = 2  # transcript lines kept with a fact: the first that stated it, and the latest
 _EVIDENCE_CHARS = 300
 _PAST = re.compile(
@@ -79,6 +80,7 @@ class Fact:
         valid_from, valid_until: the tape positions (entry ids) it held from and until.
         evidence: entry ids that state it.
         evidence_lines: the transcript lines of (some of) those entries, when the index was given them.
+        stated: the dates of the evidence entries the index knows (ISO-8601), in entry order.
     """
 
     key: RelationKey
@@ -88,6 +90,7 @@ class Fact:
     valid_until: int | str | None
     evidence: tuple[int, ...]
     evidence_lines: tuple[str, ...] = ()
+    stated: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,12 +119,13 @@ class MemoryIndex:
         self._rowids: dict[str, int] = {}
         self._version = -1
         self._lines: dict[int, str] = {}  # entry id -> transcript line, for evidence text
+        self._dates: dict[int, str] = {}  # entry id -> its date
         self._lines_seen = 0
 
     def __len__(self) -> int:
         return len(self._texts)
 
-    def refresh(self, lines: Mapping[int, str] | None = None) -> int:
+    def refresh(self, lines: Mapping[int, str] | None = None, dates: Mapping[int, str] | None = None) -> int:
         """Bring the index up to the graph: rewrite the documents whose text changed.
 
         Args:
@@ -129,8 +133,12 @@ class MemoryIndex:
                 evidence lines are indexed with it and returned with it, so a question can
                 find a fact by words the sentence lacks, and a note can show what was said.
 
+            dates: entry dates by entry id, returned with the facts they date.
+
         Returns how many documents were written or deleted (0 when nothing changed).
         """
+        if dates:
+            self._dates.update(dates)
         if lines:
             self._lines.update(lines)
         if self._version == self.graph.version and self._lines_seen == len(self._lines):
@@ -178,15 +186,26 @@ class MemoryIndex:
         return tuple(self._lines[entry][:_EVIDENCE_CHARS] for entry in picked)
 
     def _bm25(self, question: str) -> list[str]:
-        terms = [t for t in dict.fromkeys(re.findall(r"\w+", question.casefold())) if len(t) > 1]
-        if not terms:
-            return []
-        match = " OR ".join(f'"{term}"' for term in terms)
+        terms = [
+            t for t in dict.fromkeys(re.findall(r"\w+", question.casefold())) if t.isdigit() or len(t) > 1
+        ]
         with self._lock:
+            # A word in a quarter of the memory ("person", "project", "the") tells nothing apart:
+            # it only adds hits the question is not about.
+            common = max(_COMMON_MIN, len(self._texts) // 4)
+            terms = [t for t in terms if self._frequency(t, common) <= common]
+            if not terms:
+                return []
+            match = " OR ".join(f'"{term}"' for term in terms)
             rows = self._db.execute(
                 "SELECT doc FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?", (match, _CANDIDATES)
             ).fetchall()
         return [row[0] for row in rows]
+
+    def _frequency(self, term: str, cap: int) -> int:
+        """How many documents hold ``term`` (counted up to ``cap + 1``)."""
+        query = "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ? LIMIT ?)"
+        return int(self._db.execute(query, (f'"{term}"', cap + 1)).fetchone()[0])
 
     def rank(self, question: str, *, limit: int = 20) -> Ranking:
         """The entities and facts ``question`` is about, best first (at most ``limit`` of each)."""
@@ -230,10 +249,10 @@ class MemoryIndex:
         for key in entities:
             for relation in graph.edges(key):
                 candidates.setdefault(relation.key, relation)
-        for key in fact_rank:
-            for relation in graph.edges(key[0]):
-                if relation.key == key:
-                    candidates.setdefault(key, relation)
+        for fact_key in fact_rank:
+            for relation in graph.edges(fact_key[0]):
+                if relation.key == fact_key:
+                    candidates.setdefault(fact_key, relation)
 
         def score(relation: RelationView) -> float:
             value = scores.get(relation.source, 0.0) + scores.get(relation.target, 0.0)
@@ -247,18 +266,28 @@ class MemoryIndex:
             return (superseded != past, -score(relation), relation.key)
 
         ranked = sorted(candidates.values(), key=order)[:limit]
-        return tuple(
-            Fact(
-                key=relation.key,
-                sentence=fact_sentence(graph, relation),
-                current=relation.valid_until is None,
-                valid_from=relation.valid_from,
-                valid_until=relation.valid_until,
-                evidence=tuple(sorted(relation.evidence)),
-                evidence_lines=self.evidence_lines(relation.evidence),
-            )
-            for relation in ranked
+        return tuple(self._fact(relation) for relation in ranked)
+
+    def _fact(self, relation: RelationView) -> Fact:
+        evidence = tuple(sorted(relation.evidence))
+        return Fact(
+            key=relation.key,
+            sentence=fact_sentence(self.graph, relation),
+            current=relation.valid_until is None,
+            valid_from=relation.valid_from,
+            valid_until=relation.valid_until,
+            evidence=evidence,
+            evidence_lines=self.evidence_lines(evidence),
+            stated=tuple(self._dates[e] for e in evidence if e in self._dates),
         )
+
+    def facts_of(self, key: str) -> tuple[Fact, ...]:
+        """Every fact about the entity ``key``: current ones first, then superseded, latest first."""
+        relations = self.graph.edges(key)
+        ordered = sorted(
+            relations, key=lambda r: (r.valid_until is not None, -max(r.evidence, default=0), r.key)
+        )
+        return tuple(self._fact(relation) for relation in ordered)
 
     def close(self) -> None:
         with self._lock:

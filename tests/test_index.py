@@ -1,0 +1,221 @@
+"""Ranked retrieval over the memory: questions that name nothing, facts that changed, an index that lasts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot
+from bub_semantic_memory.agent._search import EMPTY_MEMORY, recall_entity, search_memory
+from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+from bub_semantic_memory.evals.distractors import make_memory
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory._index import MemoryIndex, asks_about_the_past
+from bub_semantic_memory.memory._render import render_memory
+from bub_semantic_memory.tape._transcript import render_transcript
+
+ONTOLOGY = PromptLibrary().load("extract@9").ontology
+REF = PromptRef(name="extract", version=9, sha256="9" * 64)
+
+MAYA = Entity.create("Maya Lin", "person", evidence=[2])
+LENA = Entity.create("Lena", "person", evidence=[4])
+PORTO = Entity.create("Porto", "location", evidence=[4])
+JONAS = Entity.create("Jonas Weber", "person", aliases=["Jonas"], evidence=[6])
+BERLIN = Entity.create("Berlin", "location", evidence=[6])
+LISBON = Entity.create("Lisbon", "location", evidence=[9])
+LINES = {
+    2: "[2] user: I'm Maya Lin.",
+    4: "[4] user: My sister Lena just moved to Porto for her new job.",
+    6: "[6] user: Jonas Weber lives in Berlin.",
+    9: "[9] user: Jonas moved to Lisbon last month.",
+}
+
+
+def snapshot(
+    first: int, last: int, entities: list[Entity], relations: list[Relation], tape: str = "t"
+) -> Snapshot:
+    return Snapshot(
+        tape=tape,
+        first_entry_id=first,
+        last_entry_id=last,
+        prompt=REF,
+        model="m",
+        mode="tools",
+        entities=tuple(entities),
+        relations=tuple(relations),
+    )
+
+
+FACTS = [
+    snapshot(
+        1,
+        7,
+        [MAYA, LENA, PORTO, JONAS, BERLIN],
+        [
+            Relation(source=MAYA.key, type="family_of", target=LENA.key, evidence=(4,)),
+            Relation(source=LENA.key, type="lives_in", target=PORTO.key, evidence=(4,)),
+            Relation(source=JONAS.key, type="lives_in", target=BERLIN.key, evidence=(6,)),
+        ],
+    ),
+    snapshot(
+        8,
+        10,
+        [JONAS, LISBON],
+        [Relation(source=JONAS.key, type="lives_in", target=LISBON.key, evidence=(9,))],
+    ),
+]
+
+
+def memory_with_distractors(count: int) -> tuple[MemoryGraph, dict[int, str]]:
+    """The facts above inside ``count`` made-up entities, all told later, and the lines that told them."""
+    made_up = make_memory(count, offset=10)
+    distractors = [s.model_copy(update={"tape": "t"}) for s in made_up.snapshots]
+    lines = {**LINES, **{line.entry_id: line.text for line in render_transcript(made_up.entries).lines}}
+    return MemoryGraph.fold([*FACTS, *distractors], ONTOLOGY, tape="t"), lines
+
+
+def test_a_question_that_names_nothing_finds_its_fact_among_a_thousand_distractors() -> None:
+    graph, lines = memory_with_distractors(1000)
+    index = MemoryIndex(graph)
+    index.refresh(lines)
+    question = "Where did my sister move?"
+    ranking = index.rank(question)
+    assert ranking.facts[0].sentence == "Lena lives in Porto"  # "sister" and "moved" are in its evidence line
+    block = render_memory(graph, query=question, budget=800, ranking=ranking)
+    assert "Lena lives in Porto" in block.text and "> [4] user: My sister Lena" in block.text
+    assert block.tokens <= 800
+    # by names and recency alone, the 1,000 more recent distractors fill the block
+    assert "Porto" not in render_memory(graph, query=question, budget=800).text
+
+
+def test_a_superseded_fact_ranks_below_the_current_one_and_above_it_for_the_past() -> None:
+    index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t"))
+    index.refresh(LINES)
+    now = [
+        f
+        for f in index.rank("Where does Jonas live?").facts
+        if f.key[1] == "lives_in" and "Jonas" in f.sentence
+    ]
+    assert [(f.sentence, f.current) for f in now] == [
+        ("Jonas Weber lives in Lisbon", True),
+        ("formerly: Jonas Weber lives in Berlin", False),
+    ]
+    before = [f for f in index.rank("Where did Jonas live before?").facts if "Jonas" in f.sentence]
+    assert before[0].sentence == "formerly: Jonas Weber lives in Berlin" and not before[0].current
+    assert before[0].valid_until == 9 and before[0].evidence == (6,)
+
+
+def test_the_past_is_asked_for_in_words_like_before_and_used_to() -> None:
+    assert asks_about_the_past("Where did Jonas live before?")
+    assert asks_about_the_past("Who used to handle the Orion ticket?")
+    assert asks_about_the_past("Which city did she live in previously?")
+    assert not asks_about_the_past("Where does Jonas live now?")
+
+
+def test_the_index_rewrites_only_what_changed() -> None:
+    graph = MemoryGraph.fold(FACTS[:1], ONTOLOGY, tape="t")
+    index = MemoryIndex(graph)
+    assert index.refresh(LINES) == 5 + 3  # five entities, three facts
+    assert index.refresh() == 0  # nothing changed
+    graph.add(FACTS[1])
+    # Lisbon and the new fact are written; Jonas's Berlin fact changes to "formerly"
+    assert index.refresh() == 3
+    assert len(index) == 6 + 4
+
+
+async def test_the_index_serves_a_memory_loaded_from_a_checkpoint_as_it_served_the_fresh_fold(
+    tmp_path: Path,
+) -> None:
+    from bub.store import FileTapeStore
+
+    from bub_semantic_memory.stores._store import SnapshotStore
+
+    store = FileTapeStore(tmp_path / "tapes")
+    sidecar = SnapshotStore(store)
+    for item in FACTS:
+        await sidecar.append(item)
+    fresh = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None, policy=MemoryPolicy())
+    await fresh.load("t", store)
+    graph = fresh.graph("t")
+    assert graph is not None
+    assert await sidecar.checkpoint("t", ONTOLOGY)
+    restarted = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None, policy=MemoryPolicy())
+    await restarted.load("t", store)  # a new process: the newest checkpoint, then the tail
+    for question in ("Where does Jonas live?", "Where did my sister move?"):
+        assert restarted.search("t", question) == fresh.search("t", question)
+        assert restarted.block("t", question) == fresh.block("t", question)
+
+
+def test_search_and_recall_say_when_the_memory_is_empty_or_the_name_unknown() -> None:
+    service = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None)
+    assert search_memory(service, "t", "anything") == {"error": EMPTY_MEMORY}
+    assert recall_entity(service, "t", "Jonas") == {"error": EMPTY_MEMORY}
+
+
+async def test_recall_gives_every_fact_of_an_entity_current_first(tmp_path: Path) -> None:
+    from bub.store import FileTapeStore
+
+    from bub_semantic_memory.stores._store import SnapshotStore
+
+    store = FileTapeStore(tmp_path / "tapes")
+    for item in FACTS:
+        await SnapshotStore(store).append(item)
+    service = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None)
+    await service.load("t", store)
+    recalled = recall_entity(service, "t", "jonas")
+    assert recalled["entity"]["name"] == "Jonas Weber"
+    assert [(f["fact"], f["current"]) for f in recalled["facts"]] == [
+        ("Jonas Weber lives in Lisbon", True),
+        ("formerly: Jonas Weber lives in Berlin", False),
+    ]
+    assert "no entity named 'Nobody'" in recall_entity(service, "t", "Nobody")["error"]
+
+
+def test_memory_search_prints_ranked_facts_and_their_json(tmp_path: Path) -> None:
+    import asyncio
+
+    from bub.store import FileTapeStore
+
+    from bub_semantic_memory.cli import app
+    from bub_semantic_memory.stores._store import SnapshotStore
+
+    store = FileTapeStore(tmp_path / "tapes")
+    for item in FACTS:
+        asyncio.run(SnapshotStore(store).append(item))
+    args = [
+        "memory",
+        "search",
+        "where did Jonas live before",
+        "--tape",
+        "t",
+        "--tapes-dir",
+        str(tmp_path / "tapes"),
+    ]
+    text = CliRunner().invoke(app, args)
+    assert text.exit_code == 0, text.output
+    assert (
+        text.stdout.splitlines()[0]
+        == "- formerly: Jonas Weber lives in Berlin (superseded at entry 9)  [entries 6]"
+    )
+    data = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert set(data) == {"query", "facts", "entities"}
+    assert set(data["facts"][0]) == {
+        "fact",
+        "current",
+        "entities",
+        "type",
+        "valid_from",
+        "valid_until",
+        "evidence",
+        "stated",
+        "said",
+    }
+    empty = CliRunner().invoke(
+        app, ["memory", "search", "x", "--tape", "none", "--tapes-dir", str(tmp_path / "tapes")]
+    )
+    assert empty.exit_code == 1 and empty.stderr.startswith(
+        "Error: none: the memory of this conversation is empty"
+    )
