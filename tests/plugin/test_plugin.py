@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bub.framework import BubFramework
@@ -379,3 +380,36 @@ async def test_memory_falls_back_to_the_system_message_when_another_plugin_owns_
     await harness.turn(framework, "Where does Maya live?")
     assert "Maya Lin lives in Lisbon" in system_message(stub.requests[-1])
     assert "another plugin provides the tape context" in caplog.text
+
+
+async def call_tool(tool_name: str, tape: str, **arguments: object) -> dict[str, Any]:
+    """Run one of bub's registered tools as bub's executor does for the agent."""
+    from bub.tools import REGISTRY, ToolContext
+
+    tool = REGISTRY[tool_name]
+    context = ToolContext(tape=None, state={TAPE_STATE_KEY: tape})  # type: ignore[arg-type]
+    return await tool.run(context=context, **arguments)  # type: ignore[no-any-return]
+
+
+async def test_memory_tools_read_a_tape_not_loaded_yet_and_say_when_they_fail(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    harness.extractions["Maya Lin"] = MAYA
+    framework, _plugin, _stub = harness.framework()
+    await harness.turn(framework, "Hi, I'm Maya Lin and I live in Lisbon.")
+    tape = session_tape_name("cli:test", framework.workspace)
+    framework, plugin, _stub = harness.framework()  # a new process: nothing loaded
+    async with framework.running():
+        found = await call_tool("memory.search", tape, query="where does she live")
+        recalled = await call_tool("memory.recall", tape, name="Maya")
+        unknown = await call_tool("memory.recall", tape, name="Tom Becker")
+
+        def broken(*_args: object, **_kwargs: object) -> None:
+            raise RuntimeError("index corrupted")
+
+        monkeypatch.setattr(plugin.memory, "search", broken)
+        failed = await call_tool("memory.search", tape, query="Lisbon")
+    assert [f["fact"] for f in found["facts"]] == ["Maya Lin lives in Lisbon"]
+    assert recalled["entity"]["name"] == "Maya Lin"
+    assert "no entity named 'Tom Becker'" in str(unknown["error"])
+    assert "index corrupted" in str(failed["error"]) and plugin.stats["tool_errors"] == 1

@@ -29,6 +29,9 @@ because of it):
     extractions up to ``shutdown_timeout``.
 ``register_cli_commands``
     ``bub memory ...`` mirrors the ``semantic-memory`` console script.
+
+Constructing the plugin registers the agent's memory tools with bub (``memory.search``,
+``memory.recall``; see :mod:`._tools`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from bub.tape import TapeContext
 from bub_semantic_memory.agent._injection import MemoryNote, NoteBook, shown_lines, split_at_notes
 from bub_semantic_memory.agent._service import MemoryService
 from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.plugin._tools import register_memory_tools
 from bub_semantic_memory.stores._store import MemorySidecar, session_tape_name
 from bub_semantic_memory.tape._transcript import strip_bub_header
 
@@ -104,6 +108,7 @@ class SemanticMemoryPlugin:
         self._settings: SemanticMemorySettings | None = None
         self._memory: MemoryService | None = None
         self._warned_foreign_context = False
+        register_memory_tools(lambda: self.memory, self._tool_tape, self._load_for_tool, self.stats)
 
     # -- lazy configuration --------------------------------------------------------
 
@@ -173,6 +178,16 @@ class SemanticMemoryPlugin:
             logger.warning("semantic memory: extraction is off: %s", exc)
             self.stats["configuration_errors"] += 1
             return None
+
+    def _tool_tape(self, context: Any) -> str:
+        """The tape whose memory a tool call reads: the one load_state recorded, else the call's own."""
+        recorded = context.state.get(TAPE_STATE_KEY) if isinstance(context.state, dict) else None
+        return str(recorded or context.tape.name)
+
+    async def _load_for_tool(self, tape: str) -> None:
+        store = self.framework.get_tape_store()
+        if store is not None:
+            await self.memory.load(tape, store)
 
     # -- hooks ---------------------------------------------------------------------
 
