@@ -158,15 +158,20 @@ async def memory_context(
     question: str,
     *,
     budget: int,
+    entries: Sequence[Entry] = (),
 ) -> Context:
-    """The block the plugin injects for ``question``: snapshots in a tape store, loaded and rendered
-    by the agent layer's :class:`~bub_semantic_memory.agent.MemoryService` with the plugin's policy."""
+    """The block the plugin injects for ``question``: the tape and its snapshots in a tape store, loaded
+    and rendered by the agent layer's :class:`~bub_semantic_memory.agent.MemoryService` with the
+    plugin's policy (the tape's lines are the evidence its facts quote)."""
     from bub.store import InMemoryTapeStore
+    from bub.tape import TapeEntry
 
     from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
     from bub_semantic_memory.stores._store import SnapshotStore
 
     store: Any = InMemoryTapeStore()
+    for entry in sorted(entries, key=lambda e: e.id):  # ids from 1, as the store assigns them
+        store.append(tape, TapeEntry(entry.id, entry.kind, entry.payload, entry.meta, entry.date))
     sidecar = SnapshotStore(store)
     for snapshot in snapshots:
         await sidecar.append(snapshot.model_copy(update={"tape": tape}))

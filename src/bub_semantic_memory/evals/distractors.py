@@ -11,10 +11,11 @@ benchmarks size memory blocks and time the plugin's model calls against it.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot, Usage
+from bub_semantic_memory.tape._transcript import Entry
 
 __all__ = [
     "DISTRACTOR_PROMPT_REF",
@@ -91,10 +92,12 @@ class NameGenerator:
 
 @dataclass
 class MemoryFixture:
-    """The snapshots of a synthetic memory and the names in it (for queries)."""
+    """The snapshots of a synthetic memory, the names in it (for queries), and the tape entries that
+    say its facts (one user message per entity, at the entry id its evidence points at)."""
 
     snapshots: list[Snapshot]
     names: list[str]
+    entries: list[Entry] = field(default_factory=list)
 
 
 def memory_snapshot(
@@ -104,9 +107,10 @@ def memory_snapshot(
     relations: list[Relation],
     *,
     usage: Usage | None = None,
+    offset: int = 0,
 ) -> Snapshot:
-    """The ``number``-th snapshot of a made-up memory (entries ``12 * number + 1`` to ``+ 11``)."""
-    first = 12 * number + 1
+    """The ``number``-th snapshot of a made-up memory (entries ``offset + 12 * number + 1`` to ``+ 11``)."""
+    first = offset + 12 * number + 1
     return Snapshot(
         tape=tape,
         first_entry_id=first,
@@ -121,7 +125,7 @@ def memory_snapshot(
 
 
 def make_memory(
-    n_entities: int, *, per_snapshot: int = 10, seed: int = SEED, tape: str = "bench-tape"
+    n_entities: int, *, per_snapshot: int = 10, seed: int = SEED, tape: str = "bench-tape", offset: int = 0
 ) -> MemoryFixture:
     """A memory of ``n_entities`` entities with 3 relations each, as extraction snapshots.
 
@@ -144,7 +148,7 @@ def make_memory(
         name = maker()
         aliases = [name.split()[0]] if kind == "person" and rng.random() < 0.3 else []
         attributes = {"role": rng.choice(ROLES)} if kind == "person" and rng.random() < 0.5 else {}
-        position = 12 * (index // per_snapshot) + 2 + index % per_snapshot
+        position = offset + 12 * (index // per_snapshot) + 2 + index % per_snapshot
         entities.append(
             Entity.create(name, kind, aliases=aliases, attributes=attributes, evidence=[position])
         )
@@ -196,5 +200,25 @@ def make_memory(
         chunk = entities[number * per_snapshot : (number + 1) * per_snapshot]
         relations = relations_by_snapshot.get(number, [])
         usage = Usage(prompt_tokens=1800, completion_tokens=220, requests=1, attempts=1, latency_s=1.2)
-        snapshots.append(memory_snapshot(tape, number, chunk, relations, usage=usage))
-    return MemoryFixture(snapshots=snapshots, names=[e.name for e in entities])
+        snapshots.append(memory_snapshot(tape, number, chunk, relations, usage=usage, offset=offset))
+    return MemoryFixture(
+        snapshots=snapshots, names=[e.name for e in entities], entries=_said(entities, relations_by_snapshot)
+    )
+
+
+def _said(entities: list[Entity], relations: dict[int, list[Relation]]) -> list[Entry]:
+    """One user message per entity, at its evidence entry id, saying the facts stated there."""
+    names = {entity.key: entity.name for entity in entities}
+    by_position: dict[int, list[str]] = {}
+    for stated in relations.values():
+        for relation in stated:
+            sentence = f"{names[relation.source]} {relation.type.replace('_', ' ')} {names[relation.target]}"
+            by_position.setdefault(relation.evidence[0], []).append(sentence)
+    entries = []
+    for entity in entities:
+        position = entity.evidence[0]
+        role = f", {entity.attributes['role']}" if "role" in entity.attributes else ""
+        facts = "; ".join(by_position.get(position, []))
+        text = f"About {entity.name} ({entity.type}{role}): {facts}." if facts else f"About {entity.name}."
+        entries.append(Entry(position, "message", {"role": "user", "content": text}))
+    return entries

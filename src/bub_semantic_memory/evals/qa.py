@@ -50,6 +50,7 @@ from bub_semantic_memory.evals.contexts import (
 from bub_semantic_memory.evals.dataset import UNKNOWN, Fixture, Question
 from bub_semantic_memory.evals.distractors import make_memory
 from bub_semantic_memory.evals.qa_report import QAItem, QAOutcome, QAReport
+from bub_semantic_memory.tape._transcript import Entry
 
 __all__ = ["ANSWER_PROMPT", "QAOptions", "contains_answer", "judge", "run_qa"]
 
@@ -145,15 +146,38 @@ async def _contexts(fixture: Fixture, question: Question, options: QAOptions) ->
 async def _memory(
     options: QAOptions, condition: str, fixture: Fixture, snapshots: Sequence[Snapshot], question: Question
 ) -> Context:
-    planted = [*_distractors(options.distractors), *snapshots]
+    entries = fixture.entries()
+    last = max((e.id for e in entries), default=0)
+    planted, said = _distractors(options.distractors, last)
     return await memory_context(
-        condition, fixture.id, planted, options.ontology, question.question, budget=options.budget
+        condition,
+        fixture.id,
+        [*planted, *snapshots],
+        options.ontology,
+        question.question,
+        budget=options.budget,
+        entries=[*entries, *_gap_filled(last, said)],
     )
 
 
 @functools.cache
-def _distractors(count: int) -> tuple[Snapshot, ...]:
-    return tuple(make_memory(count).snapshots) if count else ()
+def _distractors(count: int, after: int) -> tuple[tuple[Snapshot, ...], tuple[Entry, ...]]:
+    """A made-up memory told after entry ``after``: its snapshots and the tape entries saying it."""
+    if not count:
+        return (), ()
+    memory = make_memory(count, offset=after)
+    return tuple(memory.snapshots), tuple(memory.entries)
+
+
+def _gap_filled(last: int, said: Sequence[Entry]) -> list[Entry]:
+    """``said`` with event entries between them, so the store's ids (from 1, one by one) match theirs."""
+    filled: list[Entry] = []
+    position = last
+    for entry in sorted(said, key=lambda e: e.id):
+        filled.extend(Entry(i, "event", {"name": "gap", "data": {}}) for i in range(position + 1, entry.id))
+        filled.append(entry)
+        position = entry.id
+    return filled
 
 
 def _names_an_entity(question: Question, fixture: Fixture) -> bool:
