@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -380,6 +383,27 @@ def test_real_sources_regenerate_the_committed_fixtures_byte_for_byte(tmp_path: 
             assert (root / relative).read_bytes() == (FIXTURES / relative).read_bytes(), relative
 
 
+@pytest.mark.parametrize(
+    ("script", "written"),
+    [("make_long.py", "long-tape.jsonl"), ("make_long_scenarios.py", "long-scenarios.jsonl")],
+)
+def test_the_generated_sources_are_what_their_scripts_write(
+    tmp_path: Path, script: str, written: str
+) -> None:
+    # Two hash seeds: output that depended on set or dict-of-set order would differ between them.
+    for seed in ("0", "1"):
+        out = tmp_path / seed
+        out.mkdir()
+        subprocess.run(
+            [sys.executable, str(SOURCES / script), "--out", str(out)],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert sorted(p.name for p in out.iterdir()) == [written]
+        assert (out / written).read_bytes() == (SOURCES / written).read_bytes(), f"rerun {script}"
+
+
 def test_every_committed_tape_reads_cleanly() -> None:
     for fixture in load_fixtures(FIXTURES):
         entries, report = read_tape_file(fixture.tape_path)
@@ -450,7 +474,7 @@ def test_bad_evidence_turns_skip_the_conversation_with_a_reason(
 
 
 def test_a_dated_user_turn_starts_a_session_and_later_entries_follow_it(tmp_path: Path) -> None:
-    conversation = {
+    conversation: dict[str, Any] = {
         "id": "sessions",
         "turns": [
             {"speaker": "user", "text": "Day one."},
@@ -476,3 +500,18 @@ def test_a_dated_user_turn_starts_a_session_and_later_entries_follow_it(tmp_path
     assert raw[9]["payload"]["content"].split("\n")[1] == "---Date: 2026-03-05T07:17:00+00:00---"
     entries, report = read_tape_file(out / "sessions" / "tape.jsonl")
     assert report.issues == [] and [e.date for e in entries] == [e["date"] for e in raw]
+    # When the first turn is dated, bub's bootstrap entries come right before it.
+    dated_first = {
+        **conversation,
+        "id": "dated-first",
+        "turns": [{**conversation["turns"][0], "date": DAY_1}],
+    }
+    import_conversations(write_source(tmp_path / "first.jsonl", dated_first), out)
+    raw = [json.loads(line) for line in (out / "dated-first" / "tape.jsonl").read_text().splitlines()]
+    assert [e["date"] for e in raw[:5]] == [
+        "2026-03-02T18:28:00+00:00",
+        "2026-03-02T18:29:00+00:00",
+        "2026-03-02T18:30:00+00:00",
+        "2026-03-02T18:31:00+00:00",
+        "2026-03-02T18:32:00+00:00",
+    ]

@@ -354,6 +354,9 @@ class _TapeBuilder:
     clock: datetime = _START  # the date of the next entry
 
     def build(self, turns: list[_SourceTurn]) -> bytes:
+        if turns and turns[0].date is not None:
+            # bub writes its bootstrap entries just before the first message, not weeks earlier
+            self.clock = turns[0].date.astimezone(UTC) - 2 * _STEP
         self._add("anchor", {"name": "session/start", "state": dict(_BOOTSTRAP_STATE)})
         self._add(
             "event",
