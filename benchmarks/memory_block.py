@@ -4,10 +4,13 @@
   rendered with :func:`render_memory` for unique queries (entity names present, absent, or
   none) at budgets of 200, 400 and 800 tokens; the block's estimated tokens must never exceed
   the budget. The published design's block (every snapshot rendered) is sized alongside.
-* **Answer survival**: for every eval fixture whose ``gold.json`` carries ``questions``, a
-  memory is built from the gold (gold entities via :meth:`Entity.create`, gold relations by
-  name, one snapshot), the block is rendered for the question at each budget, and the answer
-  counts as surviving when ``normalize_name(answer)`` occurs in ``normalize_name(block)``.
+* **Answer survival**: for every eval fixture whose ``gold.json`` carries questions answered
+  by a gold fact (the answer is a gold name, alias or attribute value: what a memory built from
+  the gold can hold; unanswerable questions and answers such as a count or a phrase are the
+  memory-QA eval's), a memory is built from the gold (gold entities via :meth:`Entity.create`,
+  gold relations by name, one snapshot), the block is rendered for the question at each budget,
+  and the answer counts as surviving when ``normalize_name(answer)`` occurs in
+  ``normalize_name(block)``.
   The same is repeated with the fixture's memory inside 1,000 synthetic distractor entities
   (a long-lived memory where the budget has to choose; informational).
 """
@@ -23,7 +26,7 @@ from benchmarks.synthetic import BENCH_PROMPT_REF, make_memory, make_queries
 from bub_semantic_memory._models import Entity, Relation, Snapshot, normalize_name
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.evals.dataset import Fixture, Gold, load_fixtures
+from bub_semantic_memory.evals.dataset import Fixture, Gold, Question, load_fixtures
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.memory._render import render_memory
@@ -71,6 +74,16 @@ def _survives(answer: str, block: str) -> bool:
     return normalize_name(answer) in normalize_name(block)
 
 
+def answer_facts(gold: Gold) -> list[Question]:
+    """The questions of ``gold`` whose answer is one of its names, aliases or attribute values."""
+    held = {
+        normalize_name(value)
+        for entity in gold.entities
+        for value in (entity.name, *entity.aliases, *entity.attributes.values())
+    }
+    return [q for q in gold.questions if q.category != "unanswerable" and normalize_name(q.answer) in held]
+
+
 def _survival(
     fixtures: Sequence[Fixture], distractors: Sequence[Snapshot], ontology: Ontology
 ) -> tuple[dict[int, tuple[int, int]], int, list[str]]:
@@ -85,7 +98,7 @@ def _survival(
             ontology,
             tape="bench",
         )
-        for question in fixture.gold.questions:
+        for question in answer_facts(fixture.gold):
             for budget in BUDGETS:
                 block = render_memory(graph, query=question.question, budget=budget)
                 largest = max(largest, block.tokens - budget)
@@ -103,9 +116,9 @@ async def run(config: BenchConfig) -> Section:
         "Memory block",
         method=(
             "`render_memory(graph, query, budget)` on synthetic memories (3 relations per entity) for unique "
-            "queries, and on memories built from the gold of every fixture with questions (one snapshot; an "
-            "answer survives when its `normalize_name` form occurs in the normalised block). Block tokens = "
-            "`estimate_tokens` of the block."
+            "queries, and on memories built from the gold of every fixture with questions answered by a gold "
+            "name, alias or attribute value (one snapshot; an answer survives when its `normalize_name` form "
+            "occurs in the normalised block). Block tokens = `estimate_tokens` of the block."
         ),
     )
     ontology = PromptLibrary().load("extract").ontology
@@ -143,8 +156,8 @@ async def run(config: BenchConfig) -> Section:
         kind="count",
     )
 
-    fixtures = [f for f in load_fixtures(FIXTURES) if f.gold.questions]
-    questions = sum(len(f.gold.questions) for f in fixtures)
+    fixtures = [f for f in load_fixtures(FIXTURES) if answer_facts(f.gold)]
+    questions = sum(len(answer_facts(f.gold)) for f in fixtures)
     shares, largest, missed = _survival(fixtures, [], ontology)
     distractor_count = 200 if config.quick else 1000
     noisy_shares, noisy_largest, noisy_missed = _survival(
@@ -185,5 +198,8 @@ async def run(config: BenchConfig) -> Section:
             f"; … ({len(noisy_missed)} in all)" if len(noisy_missed) > 8 else ""
         )
         section.notes.append(f"Answers missing at budget 800 with {distractor_count:,} distractors: {shown}")
-    section.notes.append(f"Fixtures: {Path(FIXTURES).relative_to(REPO)}, those whose gold has questions.")
+    section.notes.append(
+        f"Fixtures: {Path(FIXTURES).relative_to(REPO)}, those whose gold has questions answered by a gold "
+        "name, alias or attribute value."
+    )
     return section

@@ -5,13 +5,15 @@ The tape is a weeks-long chat between a user and her assistant: mostly fact-free
 filler (arithmetic, unit conversions, word help, timers, chit-chat) with about twenty
 facts scattered across it, including a correction, a move to a new city, a task
 reassignment and one calendar tool call. Deterministic: the filler comes from a
-seeded ``random.Random``, so rerunning gives byte-identical output.
+seeded ``random.Random``, so rerunning gives byte-identical output. Questions name their
+evidence as (fact block, turn within the block) and are written out as ``evidence_turns``.
 
-Usage: python3 evals/sources/make_long.py
+Usage: python3 evals/sources/make_long.py [--out DIR]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from pathlib import Path
@@ -297,12 +299,42 @@ GOLD = {
         {"source": "Noor Haddad", "target": "Yasmin's wedding", "type": "attends"},
         {"source": "Sami", "target": "Yasmin's wedding", "type": "attends"},
     ],
-    "questions": [
-        {"question": "Where does Noor live now?", "answer": "Berkeley"},
-        {"question": "Who owns the calibration script now?", "answer": "Ana Sousa"},
-        {"question": "Which city is the Robotics Expo in?", "answer": "San Jose"},
-    ],
 }
+
+# Questions: (question, answer, category, evidence as (FACTS index, turn in the block), accepted forms).
+QUESTIONS: list[tuple[str, str, str, list[tuple[int, int]], list[str]]] = [
+    ("Where does Noor live now?", "Berkeley", "temporal", [(14, 0)], []),
+    ("Who owns the calibration script now?", "Ana Sousa", "temporal", [(13, 0)], []),
+    ("Which city is the Robotics Expo in?", "San Jose", "single-hop", [(8, 0), (12, 2)], []),
+    ("Where did Noor and Sami live before Berkeley?", "Oakland", "temporal", [(4, 0)], []),
+    ("Who owned the calibration script before Ana Sousa?", "Dev Malhotra", "temporal", [(6, 0)], []),
+    ("Where does Noor work?", "Tidepool Robotics", "single-hop", [(1, 0)], []),
+    ("Who is Noor's manager?", "Hyun-woo Park", "single-hop", [(3, 0)], ["Woo"]),
+    ("What is the Otter Arm firmware written in?", "Rust", "single-hop", [(2, 0)], []),
+    ("What does the Otter Arm firmware run on?", "Zephyr", "single-hop", [(2, 0)], []),
+    ("When is the motor driver bring-up due?", "April 18", "single-hop", [(5, 0)], []),
+    ("When will the calibration script be done?", "April 10", "single-hop", [(15, 0)], []),
+    ("When is the Robotics Expo?", "May 12", "single-hop", [(7, 0)], ["2026-05-12"]),
+    ("When is Yasmin getting married?", "August", "single-hop", [(10, 0)], []),
+    ("Who is presenting the Otter Arm demo with Noor?", "Woo", "single-hop", [(9, 0)], ["Hyun-woo Park"]),
+    (
+        "Who now owns the task that Noor's bring-up depends on?",
+        "Ana Sousa",
+        "multi-hop",
+        [(6, 0), (13, 0)],
+        [],
+    ),
+    ("In which city is the wedding of Noor's sister?", "Amman", "multi-hop", [(10, 0), (11, 0)], []),
+    (
+        "Who is on the calendar invite for the Robotics Expo besides Noor and her manager?",
+        "Dev Malhotra",
+        "multi-hop",
+        [(3, 0), (12, 2)],
+        [],
+    ),
+    ("How old is Noor?", "unknown", "unanswerable", [], []),
+    ("What does Sami do for a living?", "unknown", "unanswerable", [], []),
+]
 
 
 def build() -> dict:
@@ -311,15 +343,18 @@ def build() -> dict:
     slots = len(FACTS)
     gap = FILLER_PAIRS // slots
     turns: list[dict] = []
+    starts: list[int] = []  # where each fact block begins
     fact_index = 0
     for i in range(FILLER_PAIRS):
         if fact_index < slots and i == fact_index * gap + 1:
+            starts.append(len(turns))
             turns.extend(FACTS[fact_index])
             fact_index += 1
         u, a = filler(rng)
         turns.append(user(u))
         turns.append(assistant(a))
     for block in FACTS[fact_index:]:
+        starts.append(len(turns))
         turns.extend(block)
     # Close the tape with a farewell.
     turns.append(user("That's all for today, thanks!"))
@@ -342,14 +377,31 @@ def build() -> dict:
             "technology",
         ],
         "turns": turns,
-        "gold": GOLD,
+        "gold": {**GOLD, "questions": [_question(q, starts) for q in QUESTIONS]},
     }
 
 
+def _question(spec: tuple[str, str, str, list[tuple[int, int]], list[str]], starts: list[int]) -> dict:
+    question, answer, category, evidence, accepted = spec
+    out: dict = {"question": question, "answer": answer}
+    if accepted:
+        out["accepted"] = accepted
+    out["category"] = category
+    for block, turn in evidence:
+        if not 0 <= turn < len(FACTS[block]):
+            raise ValueError(f"{question!r}: fact block {block} has no turn {turn}")
+    if evidence:
+        out["evidence_turns"] = [starts[block] + turn for block, turn in evidence]
+    return out
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT.parent, help="directory to write into")
+    out = parser.parse_args().out / OUT.name
     fixture = build()
-    OUT.write_text(json.dumps(fixture, ensure_ascii=False) + "\n", encoding="utf-8")
-    print(f"wrote {OUT.name}: {len(fixture['turns'])} turns")
+    out.write_text(json.dumps(fixture, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {out.name}: {len(fixture['turns'])} turns")
 
 
 if __name__ == "__main__":

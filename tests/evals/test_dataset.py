@@ -209,3 +209,12 @@ def test_a_question_has_accepted_forms_a_category_and_evidence() -> None:
         Question(question="Who?", answer="unknown", category="single-hop")
     # written without the fields it does not use, so older gold files are rewritten byte for byte
     assert Question(question="Q?", answer="A").model_dump(mode="json") == {"question": "Q?", "answer": "A"}
+
+
+def test_an_unanswerable_question_has_no_evidence_and_evidence_ids_start_at_one() -> None:
+    from bub_semantic_memory.evals.dataset import Question
+
+    with pytest.raises(ValueError, match="an unanswerable question has no evidence"):
+        Question(question="How old is Bob?", answer="unknown", category="unanswerable", evidence=[5])
+    with pytest.raises(ValueError, match="evidence holds tape entry ids, which start at 1"):
+        Question(question="Who?", answer="Bob", category="single-hop", evidence=[0, 5])

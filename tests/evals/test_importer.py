@@ -2,6 +2,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -256,6 +260,9 @@ def test_an_alias_used_as_an_endpoint_is_reported_with_a_hint(tmp_path: Path) ->
     ]
 
 
+DAY_1, DAY_2 = "2026-03-02T18:30:00+00:00", "2026-03-05T09:15:00+02:00"
+
+
 def tool_turn(name: str = "fs_read") -> dict[str, Any]:
     return {"speaker": "tool", "name": name, "text": "result"}
 
@@ -299,6 +306,17 @@ def tool_turn(name: str = "fs_read") -> dict[str, Any]:
         ([{"speaker": "user", "text": "  "}], "turn 1: empty user message"),
         ([{"speaker": "a|b", "text": "hi"}], "turn 1: speaker 'a|b' cannot contain"),
         ([{"speaker": "user", "text": "hi", "tool_calls": [{"name": "x"}]}], "turn 1: only assistant turns"),
+        (
+            [{"speaker": "user", "text": "hi"}, {"speaker": "assistant", "text": "ok", "date": DAY_2}],
+            "turn 2: only user turns can have a date",
+        ),
+        (
+            [
+                {"speaker": "user", "text": "hi", "date": DAY_2},
+                {"speaker": "user", "text": "hi", "date": DAY_1},
+            ],
+            "turn 2: date 2026-03-02T18:30:00+00:00 is earlier than the entry before it",
+        ),
     ],
 )
 def test_malformed_conversations_name_the_file_and_line(
@@ -365,9 +383,135 @@ def test_real_sources_regenerate_the_committed_fixtures_byte_for_byte(tmp_path: 
             assert (root / relative).read_bytes() == (FIXTURES / relative).read_bytes(), relative
 
 
+@pytest.mark.parametrize(
+    ("script", "written"),
+    [("make_long.py", "long-tape.jsonl"), ("make_long_scenarios.py", "long-scenarios.jsonl")],
+)
+def test_the_generated_sources_are_what_their_scripts_write(
+    tmp_path: Path, script: str, written: str
+) -> None:
+    # Two hash seeds: output that depended on set or dict-of-set order would differ between them.
+    for seed in ("0", "1"):
+        out = tmp_path / seed
+        out.mkdir()
+        subprocess.run(
+            [sys.executable, str(SOURCES / script), "--out", str(out)],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        assert sorted(p.name for p in out.iterdir()) == [written]
+        assert (out / written).read_bytes() == (SOURCES / written).read_bytes(), f"rerun {script}"
+
+
 def test_every_committed_tape_reads_cleanly() -> None:
     for fixture in load_fixtures(FIXTURES):
         entries, report = read_tape_file(fixture.tape_path)
         assert report.issues == [], fixture.id
         assert entries[0].kind == "anchor"
         assert render_transcript(entries), fixture.id
+
+
+def test_evidence_turns_become_the_ids_of_the_entries_that_hold_those_turns(tmp_path: Path) -> None:
+    questions = [
+        # turns 2 and 3 are two results of one tool round: one tool_result entry holds both
+        {"question": "Who owns Orion?", "answer": "Dana Whitfield", "evidence_turns": [4, 3, 2]},
+        {
+            "question": "Who thanked the bot?",
+            "answer": "Priya",
+            "category": "single-hop",
+            "evidence_turns": [5],
+        },
+        {"question": "What did the assistant call?", "answer": "crm.lookup", "evidence_turns": [1, 0]},
+        {"question": "How old is Dana?", "answer": "unknown", "category": "unanswerable"},
+    ]
+    conversation = {**TOOLS, "gold": {**TOOLS["gold"], "questions": questions}}
+    out = tmp_path / "fixtures"
+    import_conversations(write_source(tmp_path / "src.jsonl", conversation), out)
+    gold = json.loads((out / "tools" / "gold.json").read_text(encoding="utf-8"))
+    assert [q.get("evidence") for q in gold["questions"]] == [[7, 8], [12], [5, 6], None]
+    assert "evidence_turns" not in json.dumps(gold)
+    assert gold["questions"][1] == {
+        "question": "Who thanked the bot?",
+        "answer": "Priya",
+        "category": "single-hop",
+        "evidence": [12],
+    }
+    lines = {line.entry_id: line.text for line in render_transcript(load_fixtures(out)[0].entries()).lines}
+    assert "Dana Whitfield" in lines[7] and "Dana Whitfield" in lines[8]
+    assert lines[12] == "[12] user (Priya): Thanks!"
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        (
+            {"question": "Who?", "answer": "Dana", "evidence_turns": [7]},
+            "question 'Who?': evidence turn 7 is not a turn (the conversation has turns 0-6)",
+        ),
+        ({"question": "Who?", "answer": "Dana", "evidence_turns": [-1]}, "evidence turn -1 is not a turn"),
+        (
+            {"question": "Who?", "answer": "Dana", "evidence": [5]},
+            "give evidence_turns (0-based turn indices): entry ids are assigned by the importer",
+        ),
+        (
+            {"question": "Who?", "answer": "unknown", "category": "unanswerable", "evidence_turns": [0]},
+            "an unanswerable question has no evidence_turns",
+        ),
+    ],
+)
+def test_bad_evidence_turns_skip_the_conversation_with_a_reason(
+    tmp_path: Path, question: dict[str, Any], message: str
+) -> None:
+    conversation = {**TOOLS, "gold": {**TOOLS["gold"], "questions": [question]}}
+    source = write_source(tmp_path / "src.jsonl", MINIMAL, conversation)
+    with pytest.raises(FixtureError, match=re.escape(message)):
+        import_conversations(source, tmp_path / "strict", strict=True)
+    report = import_conversations(source, tmp_path / "out")
+    assert report.fixtures == ["minimal"]
+    [skipped] = report.skipped
+    assert skipped.where == f"{source}:2" and message in skipped.reason
+
+
+def test_a_dated_user_turn_starts_a_session_and_later_entries_follow_it(tmp_path: Path) -> None:
+    conversation: dict[str, Any] = {
+        "id": "sessions",
+        "turns": [
+            {"speaker": "user", "text": "Day one."},
+            {"speaker": "assistant", "text": "Noted."},
+            {"speaker": "user", "text": "Three days later.", "date": DAY_2},
+            {"speaker": "assistant", "text": "Welcome back."},
+        ],
+        "gold": {"entities": [], "relations": []},
+    }
+    out = tmp_path / "fixtures"
+    import_conversations(write_source(tmp_path / "src.jsonl", conversation), out)
+    raw = [json.loads(line) for line in (out / "sessions" / "tape.jsonl").read_text().splitlines()]
+    dates = [(e["id"], e["kind"], e["date"]) for e in raw]
+    assert dates[5:] == [
+        (6, "message", "2026-01-05T09:05:00+00:00"),
+        (7, "event", "2026-01-05T09:06:00+00:00"),  # the first session's run ends in that session
+        (8, "event", "2026-03-05T07:15:00+00:00"),  # written in UTC
+        (9, "system", "2026-03-05T07:16:00+00:00"),
+        (10, "message", "2026-03-05T07:17:00+00:00"),
+        (11, "message", "2026-03-05T07:18:00+00:00"),
+        (12, "event", "2026-03-05T07:19:00+00:00"),
+    ]
+    assert raw[9]["payload"]["content"].split("\n")[1] == "---Date: 2026-03-05T07:17:00+00:00---"
+    entries, report = read_tape_file(out / "sessions" / "tape.jsonl")
+    assert report.issues == [] and [e.date for e in entries] == [e["date"] for e in raw]
+    # When the first turn is dated, bub's bootstrap entries come right before it.
+    dated_first = {
+        **conversation,
+        "id": "dated-first",
+        "turns": [{**conversation["turns"][0], "date": DAY_1}],
+    }
+    import_conversations(write_source(tmp_path / "first.jsonl", dated_first), out)
+    raw = [json.loads(line) for line in (out / "dated-first" / "tape.jsonl").read_text().splitlines()]
+    assert [e["date"] for e in raw[:5]] == [
+        "2026-03-02T18:28:00+00:00",
+        "2026-03-02T18:29:00+00:00",
+        "2026-03-02T18:30:00+00:00",
+        "2026-03-02T18:31:00+00:00",
+        "2026-03-02T18:32:00+00:00",
+    ]

@@ -119,6 +119,10 @@ class Question(BaseModel):
     def _unanswerable_means_unknown(self) -> Question:
         if (self.category == "unanswerable") != (self.answer.strip().lower() == UNKNOWN):
             raise ValueError(f"an unanswerable question has the answer {UNKNOWN!r}, and only it")
+        if self.category == "unanswerable" and self.evidence:
+            raise ValueError("an unanswerable question has no evidence: the tape states no answer")
+        if any(entry_id < 1 for entry_id in self.evidence):
+            raise ValueError(f"evidence holds tape entry ids, which start at 1: {self.evidence}")
         return self
 
 

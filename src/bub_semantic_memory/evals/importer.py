@@ -7,9 +7,10 @@ A source file is JSONL, one conversation per line::
                {"speaker": "assistant", "text": "", "tool_calls": [{"name": "crm.lookup", "arguments": {}}]},
                {"speaker": "tool", "name": "crm.lookup", "text": "{...}"},
                {"speaker": "assistant", "text": "Done."}],
-     "gold": {"entities": [...], "relations": [...], "questions": [...]}}
+     "gold": {"entities": [...], "relations": [...],
+              "questions": [{"question": "...", "answer": "Bob", "evidence_turns": [0]}]}}
 
-``description``, ``tags``, ``tool_calls``, ``name`` and ``questions`` are optional.
+``description``, ``tags``, ``tool_calls``, ``name``, ``date`` and ``questions`` are optional.
 Speakers: ``assistant`` (or ``agent``, ``bot``) is the assistant; ``tool`` is the
 result of the preceding assistant turn's tool calls (consecutive tool turns answer
 the calls of one assistant turn, and every call must be answered); ``user`` or any
@@ -20,7 +21,14 @@ Bub 0.5 tape (bootstrap anchor and handoff; per user turn ``loop.start``, a syst
 prompt and the user message with bub's ``sender_id=...`` header; assistant messages,
 tool calls and results; a ``run`` event closing each run) and ``<out>/<id>/gold.json``.
 Entry dates are synthetic (2026-01-05T09:00:00+00:00, one minute apart), so the same
-input always gives byte-identical output.
+input always gives byte-identical output. A user turn may carry a ``date`` (ISO 8601 with
+an offset): the run it opens starts then, and the entries after it follow one minute apart,
+so a conversation can hold sessions days apart. Dates are written in UTC and never go back.
+
+A source question names the turns that state its answer (``evidence_turns``, 0-based
+indices into ``turns``); the gold gets the ids of those turns' entries as ``evidence``
+(a user or assistant message, a tool call, or the tool result entry that holds a tool
+turn's text). Entry ids are the importer's to assign, so a source never gives ``evidence``.
 
 Import streams: conversations are read, converted and written one at a time, so a
 file of any size imports in bounded memory. A conversation that cannot be converted
@@ -46,13 +54,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.evals.dataset import GOLD_FILE, TAPE_FILE, Gold, describe_validation_error
+from bub_semantic_memory.evals.dataset import (
+    GOLD_FILE,
+    TAPE_FILE,
+    Gold,
+    Question,
+    describe_validation_error,
+)
 
 __all__ = [
     "ConvertedFixture",
@@ -90,6 +104,27 @@ class _SourceTurn(BaseModel):
     text: str = ""
     tool_calls: list[_SourceToolCall] = Field(default_factory=list)
     name: str | None = None
+    date: AwareDatetime | None = None
+
+
+class _SourceQuestion(Question):
+    """A gold question as a source writes it: evidence as turn indices, never entry ids."""
+
+    evidence_turns: list[int] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _evidence_as_turns(self) -> _SourceQuestion:
+        if self.evidence:
+            raise ValueError(
+                "give evidence_turns (0-based turn indices): entry ids are assigned by the importer"
+            )
+        if self.category == "unanswerable" and self.evidence_turns:
+            raise ValueError("an unanswerable question has no evidence_turns")
+        return self
+
+
+class _SourceGold(Gold):
+    questions: list[_SourceQuestion] = Field(default_factory=list)  # type: ignore[assignment]
 
 
 class _SourceConversation(BaseModel):
@@ -99,7 +134,7 @@ class _SourceConversation(BaseModel):
     description: str | None = None
     tags: list[str] | None = None
     turns: list[_SourceTurn] = Field(min_length=1)
-    gold: Gold
+    gold: _SourceGold
 
 
 class FixtureIssues(BaseModel):
@@ -316,9 +351,16 @@ def _parse(line: bytes, where: str) -> _SourceConversation:
 
 
 def _convert(conversation: _SourceConversation, ontology: Ontology, where: str) -> ConvertedFixture:
-    gold = conversation.gold.model_copy(
+    builder = TapeBuilder(f"{where}: conversation {conversation.id!r}")
+    tape = builder.build(conversation.turns)
+    questions = [
+        _gold_question(question, builder.turn_entries, f"{where}: conversation {conversation.id!r}")
+        for question in conversation.gold.questions
+    ]
+    gold = Gold.model_validate(conversation.gold.model_dump(exclude={"questions"})).model_copy(
         update={
             "id": conversation.id,
+            "questions": questions,
             "description": (
                 conversation.description
                 if conversation.description is not None
@@ -327,12 +369,25 @@ def _convert(conversation: _SourceConversation, ontology: Ontology, where: str) 
             "tags": list(conversation.tags if conversation.tags is not None else conversation.gold.tags),
         }
     )
-    tape = TapeBuilder(f"{where}: conversation {conversation.id!r}").build(conversation.turns)
     optional_empty = {"forbidden"} if not gold.forbidden else set()  # only where a fixture needs it
     gold_json = gold.model_dump(mode="json", exclude=optional_empty)
     gold_bytes = (json.dumps(gold_json, indent=2, ensure_ascii=False) + "\n").encode()
     issues, warnings = _check_gold(conversation, gold, ontology)
     return ConvertedFixture(id=conversation.id, tape=tape, gold=gold_bytes, issues=issues, warnings=warnings)
+
+
+def _gold_question(question: _SourceQuestion, turn_entries: list[int], where: str) -> Question:
+    """The gold form of a source question: its evidence turns become the ids of their entries."""
+    evidence: set[int] = set()
+    for turn in question.evidence_turns:
+        if not 0 <= turn < len(turn_entries):
+            raise FixtureError(
+                f"{where}: question {question.question!r}: evidence turn {turn} is not a turn "
+                f"(the conversation has turns 0-{len(turn_entries) - 1})"
+            )
+        evidence.add(turn_entries[turn])
+    data = question.model_dump(exclude={"evidence_turns"})
+    return Question.model_validate({**data, "evidence": sorted(evidence)})
 
 
 @dataclass
@@ -357,13 +412,21 @@ class TapeBuilder:
     origin: datetime = _START
     step: timedelta = _STEP
     first: int = 1
+    turn_entries: list[int] = field(default_factory=list)  # per turn, the id of the entry holding it
+    result_turns: list[int] = field(default_factory=list)  # tool turns waiting for their result entry
 
     def build(self, turns: list[_SourceTurn]) -> bytes:
         """The tape of a plain conversation: bootstrap, then each turn in its role.
 
+        A user turn's ``date`` starts a session: its run and those after it are dated from it.
+        :attr:`turn_entries` then holds, per turn, the id of the entry that holds it.
+
         Raises:
             FixtureError: a turn cannot be converted (the message names it by number).
         """
+        if turns and turns[0].date is not None:
+            # bub writes its bootstrap entries just before the first message, not weeks earlier
+            self.restart_clock(turns[0].date.astimezone(UTC) - 2 * _STEP, _STEP)
         self.begin()
         for number, turn in enumerate(turns, start=1):
             role = _role(turn.speaker)
@@ -371,15 +434,18 @@ class TapeBuilder:
                 self._fail(number, f"only assistant turns can have tool_calls (speaker {turn.speaker!r})")
             if role != "tool" and turn.name is not None:
                 self._fail(number, f"only tool turns can have a name (speaker {turn.speaker!r})")
+            if role != "user" and turn.date is not None:
+                self._fail(number, f"only user turns can have a date (speaker {turn.speaker!r})")
             if role == "tool":
                 self._tool_result(number, turn)
+                self.turn_entries.append(0)  # the result entry is written when the round is complete
+                self.result_turns.append(number - 1)
                 continue
             self._flush_results(number)
             if role == "assistant":
-                self._assistant(number, turn)
+                self.turn_entries.append(self._assistant(number, turn))
             else:
-                speaker = turn.speaker.strip()
-                self.user(number, turn.text, "human" if speaker.casefold() in _HUMAN_SPEAKERS else speaker)
+                self.turn_entries.append(self._user_turn(number, turn))
         self._flush_results(None)
         return self.tape()
 
@@ -423,9 +489,9 @@ class TapeBuilder:
         content = f"sender_id={sender}|channel=$cli|chat_id=fixture\n---Date: {message_date}---\n{text}"
         self._add("event", {"name": "loop.start", "data": {"model": _MODEL, "prompt": content}})
         self._add("system", {"content": _SYSTEM_PROMPT})
-        self._add("message", {"role": "user", "content": content})
+        entry_id = self._add("message", {"role": "user", "content": content})
         self.run_open = True
-        return len(self.entries)
+        return entry_id
 
     def close_run(self) -> None:
         """End the open run, if any, with bub's ``run`` event (status ok)."""
@@ -438,6 +504,21 @@ class TapeBuilder:
         self.close_run()
         return "".join(json.dumps(entry, ensure_ascii=False) + "\n" for entry in self.entries).encode()
 
+    def _user_turn(self, number: int, turn: _SourceTurn) -> int:
+        """A plain conversation's user turn; its ``date``, if any, starts a session."""
+        speaker = turn.speaker.strip()
+        self.close_run()  # the previous run ends in its own session, before a new date applies
+        if turn.date is not None:
+            session = turn.date.astimezone(UTC)
+            if session < self.next_date():
+                self._fail(
+                    number,
+                    f"date {turn.date.isoformat()} is earlier than the entry before it "
+                    f"({(self.next_date() - self.step).isoformat()}): dates never go back",
+                )
+            self.restart_clock(session, _STEP)
+        return self.user(number, turn.text, "human" if speaker.casefold() in _HUMAN_SPEAKERS else speaker)
+
     def _fail(self, turn: int | str | None, message: str) -> NoReturn:
         where = f"turn {turn}" if turn is not None else "end of conversation"
         raise FixtureError(f"{self.where}: {where}: {message}")
@@ -445,17 +526,17 @@ class TapeBuilder:
     def _date(self, entry_id: int) -> datetime:
         return self.origin + self.step * (entry_id - self.first)
 
-    def _add(self, kind: str, payload: dict[str, Any]) -> None:
+    def _add(self, kind: str, payload: dict[str, Any]) -> int:
         entry_id = len(self.entries) + 1
         date = self._date(entry_id).isoformat()
         self.entries.append({"id": entry_id, "kind": kind, "payload": payload, "meta": {}, "date": date})
+        return entry_id
 
-    def _assistant(self, number: int, turn: _SourceTurn) -> None:
+    def _assistant(self, number: int, turn: _SourceTurn) -> int:
         if not turn.tool_calls:
             if not turn.text.strip():
                 self._fail(number, "empty assistant message without tool_calls")
-            self._add("message", {"role": "assistant", "content": turn.text})
-            return
+            return self._add("message", {"role": "assistant", "content": turn.text})
         calls: list[dict[str, Any]] = []
         for call in turn.tool_calls:
             self.call_counter += 1
@@ -468,7 +549,7 @@ class TapeBuilder:
         payload: dict[str, Any] = {"calls": calls}
         if turn.text.strip():
             payload["content"] = turn.text
-        self._add("tool_call", payload)
+        return self._add("tool_call", payload)
 
     def _tool_result(self, number: int, turn: _SourceTurn) -> None:
         unanswered = [i for i in range(len(self.pending)) if i not in self.answers]
@@ -493,9 +574,12 @@ class TapeBuilder:
         missing = [name for i, (_, name) in enumerate(self.pending) if i not in self.answers]
         if missing:
             self._fail(number, f"tool call(s) never answered by a tool turn: {', '.join(missing)}")
-        self._add("tool_result", {"results": [self.answers[i] for i in range(len(self.pending))]})
+        entry_id = self._add("tool_result", {"results": [self.answers[i] for i in range(len(self.pending))]})
+        for turn in self.result_turns:
+            self.turn_entries[turn] = entry_id
         self.pending = []
         self.answers = {}
+        self.result_turns = []
 
 
 def _role(speaker: str) -> str:
