@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from bub_semantic_memory._models import normalize_name
 
-__all__ = ["fold_text", "is_mentioned"]
+__all__ = ["fold_text", "has_unspaced_script", "is_mentioned"]
 
 # Unicode character-name prefixes of scripts written without spaces between words.
 _UNSPACED_SCRIPTS = ("CJK", "HIRAGANA", "KATAKANA", "HALFWIDTH KATAKANA", "THAI", "LAO", "KHMER", "MYANMAR")
@@ -36,7 +36,7 @@ def is_mentioned(name: str, folded_text: str) -> bool:
         return False
     if f" {needle} " in folded_text:
         return True
-    if _has_unspaced_script(needle):
+    if has_unspaced_script(needle):
         return needle in folded_text
     return any(_bounded(folded_text, start, len(needle)) for start in _occurrences(needle, folded_text))
 
@@ -56,9 +56,10 @@ def _bounded(text: str, start: int, length: int) -> bool:
 
 
 def _is_boundary(ch: str) -> bool:
-    return ch == " " or _has_unspaced_script(ch)
+    return ch == " " or has_unspaced_script(ch)
 
 
 @functools.lru_cache(maxsize=4096)
-def _has_unspaced_script(folded_name: str) -> bool:
+def has_unspaced_script(folded_name: str) -> bool:
+    """Whether the text holds a letter of a script written without spaces between words."""
     return any(unicodedata.name(ch, "").startswith(_UNSPACED_SCRIPTS) for ch in folded_name)

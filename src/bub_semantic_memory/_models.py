@@ -13,11 +13,16 @@ import hashlib
 import unicodedata
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "FACT_KINDS",
+    "SUPERSEDING_KINDS",
     "Entity",
+    "Fact",
+    "FactKind",
     "PromptRef",
     "Relation",
     "RelationKey",
@@ -149,6 +154,67 @@ class Relation(BaseModel):
         return self.valid_until is None
 
 
+type FactKind = Literal["event", "state", "preference", "plan", "opinion"]
+"""What a fact says: something that happened (an event), how things are (a state), what someone likes
+or wants (a preference), what someone intends to do (a plan), what someone thinks of something
+(an opinion)."""
+
+FACT_KINDS: tuple[str, ...] = get_args(FactKind.__value__)
+"""Every fact kind, in the order the prompts list them."""
+
+SUPERSEDING_KINDS = frozenset({"state", "preference", "plan"})
+"""Kinds whose newer fact on the same topic replaces the older one ("lives in Bergen" then "moved to
+Stavanger"); events and opinions accumulate (two trips are two facts)."""
+
+
+class Fact(BaseModel):
+    """A statement about one or more entities, in the speaker's terms ("Maren's mother moved to Stavanger").
+
+    Typed relations hold what the ontology names and the graph can walk; a fact holds what people
+    say that no relation type fits: what someone did, likes, plans or thinks, and when.
+
+    Attributes:
+        statement: a short sentence with names instead of pronouns.
+        kind: see :data:`FactKind`.
+        about: the keys of the entities it is about (each must exist, as relation endpoints must).
+        topic: a word or two naming what it is about (``home``, ``piano lessons``): a newer fact of a
+            superseding kind about the same first entity and topic replaces this one.
+        when: the date it happened or held, resolved from the entry that said it: ``2023-05-05``,
+            ``2023-05``, ``2023``, or a week ``2023-W18`` (None: no time was said, or none resolved).
+        said_when: the time as the speaker said it ("last Friday"), kept beside the resolved date.
+        evidence: tape entry ids that state it.
+        valid_from, valid_until: the entry ids it held from and until (``valid_until`` set when a
+            newer fact on its topic superseded it).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    statement: str
+    kind: FactKind
+    about: tuple[str, ...]
+    topic: str = ""
+    when: str | None = None
+    said_when: str | None = None
+    evidence: Evidence = ()
+    valid_from: int | None = None
+    valid_until: int | None = None
+
+    @property
+    def key(self) -> str:
+        """What makes two facts the same statement: the kind and the normalised words."""
+        return fact_key(self.kind, self.statement)
+
+    @property
+    def is_current(self) -> bool:
+        """True unless a newer fact on its topic closed this one."""
+        return self.valid_until is None
+
+
+def fact_key(kind: str, statement: str) -> str:
+    """The identity of a fact: ``<kind>:<normalised statement>``."""
+    return f"{kind}:{normalize_name(statement)}"
+
+
 class PromptRef(BaseModel):
     """Which prompt file produced a snapshot: name, version and the file's sha256.
 
@@ -221,6 +287,8 @@ class Snapshot(BaseModel):
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     entities: tuple[Entity, ...] = ()
     relations: tuple[Relation, ...] = ()
+    facts: tuple[Fact, ...] = ()
+    """Statements the window made (absent in sidecars written before facts existed: none)."""
     dropped: tuple[str, ...] = ()
     """Items of the model's answer left out because they broke a rule after every re-ask,
     one reason each (the window's valid items are kept)."""

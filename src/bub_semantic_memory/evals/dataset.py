@@ -5,6 +5,12 @@ find in it::
 
     evals/fixtures/<id>/tape.jsonl   a Bub 0.5 tape (one entry per line)
     evals/fixtures/<id>/gold.json    a :class:`Gold` object
+    evals/fixtures/<id>/facts.json   optional: a :class:`GoldFacts` object (the fixture's facts are
+                                     scored only where one exists)
+
+``facts.json`` is written by hand beside the generated files: its evidence names entry ids of
+the tape, and ``tests/evals/test_gold_facts.py`` holds each fact to its evidence by the validator's
+own rule, so an id that drifts fails a test instead of scoring silently wrong.
 
 :func:`load_fixtures` validates every ``gold.json`` when the dataset is loaded, but
 reads tapes only when :meth:`Fixture.entries` is called. Predictions (what an
@@ -32,14 +38,18 @@ from pydantic import (
 )
 
 from bub_semantic_memory._errors import FixtureError
+from bub_semantic_memory._models import FactKind
 from bub_semantic_memory.tape._transcript import Entry, read_tape_file
 
 __all__ = [
+    "FACTS_FILE",
     "GOLD_FILE",
     "TAPE_FILE",
     "Fixture",
     "Gold",
     "GoldEntity",
+    "GoldFact",
+    "GoldFacts",
     "GoldRelation",
     "Prediction",
     "Question",
@@ -52,6 +62,8 @@ __all__ = [
 
 TAPE_FILE = "tape.jsonl"
 GOLD_FILE = "gold.json"
+FACTS_FILE = "facts.json"
+_RESOLVED_DATE = r"^\d{4}(-\d{2}(-\d{2})?|-W\d{2})?$"
 
 
 class GoldEntity(BaseModel):
@@ -73,6 +85,34 @@ class GoldRelation(BaseModel):
     source: str = Field(min_length=1)
     target: str = Field(min_length=1)
     type: str = Field(min_length=1)
+
+
+class GoldFact(BaseModel):
+    """A fact that should be extracted (see :class:`~bub_semantic_memory._models.Fact`).
+
+    Attributes:
+        about: gold entity names (or aliases) it is about.
+        when: the resolved date (``2023-05-05``, ``2023-W18``, ``2023-05``, ``2023``), if the tape
+            says a time for it.
+        evidence: ids of the tape entries that state it.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    statement: str = Field(min_length=8)
+    kind: FactKind
+    about: list[str] = Field(min_length=1)
+    topic: str = ""
+    when: str | None = Field(default=None, pattern=_RESOLVED_DATE)
+    evidence: list[int] = Field(default_factory=list)
+
+
+class GoldFacts(BaseModel):
+    """The content of a fixture's ``facts.json``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    facts: list[GoldFact] = Field(default_factory=list)
 
 
 type QuestionCategory = Literal[
@@ -156,15 +196,20 @@ class Prediction(BaseModel):
     fixture: str = Field(min_length=1)
     entities: list[GoldEntity] = Field(default_factory=list)
     relations: list[GoldRelation] = Field(default_factory=list)
+    facts: list[GoldFact] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Fixture:
-    """One fixture directory: its id (the directory name), path and validated gold."""
+    """One fixture directory: its id (the directory name), path and validated gold.
+
+    ``facts`` is None when the fixture has no ``facts.json`` (its facts are not scored).
+    """
 
     id: str
     path: Path
     gold: Gold
+    facts: tuple[GoldFact, ...] | None = None
 
     @property
     def tape_path(self) -> Path:
@@ -226,7 +271,7 @@ def load_fixtures(directory: Path, *, tags: Sequence[str] = (), ids: Sequence[st
         if not (has_tape and has_gold):
             missing = TAPE_FILE if not has_tape else GOLD_FILE
             raise FixtureError(f"fixture {child} has no {missing}")
-        fixtures.append(Fixture(id=child.name, path=child, gold=_read_gold(child)))
+        fixtures.append(Fixture(id=child.name, path=child, gold=_read_gold(child), facts=_read_facts(child)))
     if not fixtures:
         raise FixtureError(
             f"no fixtures in {directory} (expected sub-directories with {TAPE_FILE} and {GOLD_FILE})"
@@ -260,6 +305,18 @@ def _read_gold(folder: Path) -> Gold:
             f"{path}: gold id {gold.id!r} does not match the fixture directory {folder.name!r}"
         )
     return gold if gold.id else gold.model_copy(update={"id": folder.name})
+
+
+def _read_facts(folder: Path) -> tuple[GoldFact, ...] | None:
+    path = folder / FACTS_FILE
+    if not path.is_file():
+        return None
+    try:
+        return tuple(GoldFacts.model_validate_json(path.read_bytes()).facts)
+    except OSError as exc:
+        raise FixtureError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except ValidationError as exc:
+        raise FixtureError(f"malformed facts file {path}: {describe_validation_error(exc)}") from exc
 
 
 def describe_validation_error(exc: ValidationError) -> str:
@@ -334,10 +391,12 @@ def dataset_hash(fixtures: Iterable[Fixture]) -> str:
     """
     digest = hashlib.sha256()
     for fixture in sorted(fixtures, key=lambda f: f.id):
+        facts = fixture.path / FACTS_FILE
         for part in (
             fixture.id.encode("utf-8"),
             _read_bytes(fixture.tape_path),
             _read_bytes(fixture.gold_path),
+            *([_read_bytes(facts)] if facts.is_file() else []),  # fixtures without facts hash as before
         ):
             digest.update(len(part).to_bytes(8, "big"))
             digest.update(part)

@@ -39,7 +39,7 @@ from bub_semantic_memory._errors import (
     TransportError,
     ValidationExhaustedError,
 )
-from bub_semantic_memory._models import Entity, Relation, Snapshot, Usage, normalize_name
+from bub_semantic_memory._models import Entity, Fact, Relation, Snapshot, Usage, normalize_name
 from bub_semantic_memory.backends._transport import (
     CallLedger,
     ChatBackend,
@@ -224,6 +224,7 @@ class Extractor:
         """Extract one window into a snapshot (a window without conversation needs no model call)."""
         entities: list[Entity] = []
         relations: list[Relation] = []
+        facts: list[Fact] = []
         ledger = CallLedger(self.retry)
         if window.lines:
             known = _known_entities(memory, learned or {})
@@ -237,7 +238,7 @@ class Extractor:
             )
             for step in self.prompt.steps:
                 await _STEP_CALLS[step](self, call)
-            entities, relations = call.entities, call.relations
+            entities, relations, facts = call.entities, call.relations, call.facts
         usage = ledger.finish()
         return Snapshot(
             tape=tape,
@@ -249,6 +250,7 @@ class Extractor:
             usage=usage,
             entities=tuple(self._redacted(e) for e in entities),
             relations=tuple(relations),
+            facts=tuple(self._redacted_fact(f) for f in facts),
             dropped=tuple(self.redactor(reason) for reason in ledger.dropped),
         )
 
@@ -259,6 +261,13 @@ class Extractor:
         if attributes == entity.attributes and aliases == entity.aliases:
             return entity
         return entity.model_copy(update={"attributes": attributes, "aliases": aliases})
+
+    def _redacted_fact(self, fact: Fact) -> Fact:
+        """A fact's free text redacted, as :meth:`_redacted` does an entity's."""
+        statement, said = self.redactor(fact.statement), fact.said_when and self.redactor(fact.said_when)
+        if statement == fact.statement and said == fact.said_when:
+            return fact
+        return fact.model_copy(update={"statement": statement, "said_when": said})
 
     def _listed_known(
         self, memory: MemoryGraph | None, learned: Mapping[str, KnownEntity], window: Window
@@ -281,26 +290,16 @@ class Extractor:
         return ValidationScope(ontology=self.prompt.ontology, lines=window.all_lines(), known=known)
 
     def _messages(self, window: Window, listed: Sequence[KnownEntity], **extra: Any) -> list[dict[str, str]]:
+        dated = self.prompt.dates
         return self.prompt.render(
-            transcript=window.lines.text(),
-            context=window.context.text(),
+            transcript=window.lines.text(dated=dated),
+            context=window.context.text(dated=dated),
+            facts=self.prompt.facts,
             known_entities=list(listed),
             first_entry_id=window.first_entry_id,
             last_entry_id=window.last_entry_id,
             **extra,
         )
-
-    async def _single(
-        self, window: Window, known: dict[str, KnownEntity], listed: list[KnownEntity], ledger: CallLedger
-    ) -> tuple[list[Entity], list[Relation]]:
-        messages = self._messages(window, listed, step="all", entities=[])
-        model = build_response_model(
-            self.prompt.ontology,
-            reasoning=self.prompt.reasoning,
-            constraints=self._constraints(window, listed),
-        )
-        response = await self._ask(model, messages, self._scope(window, known), ledger)
-        return response.resolved()
 
     def _constraints(self, window: Window, listed: Sequence[KnownEntity]) -> Constraints:
         """What the schema itself should enforce for this window.
@@ -330,10 +329,14 @@ class Extractor:
         """Entities and relations in one answer."""
         messages = self._messages(call.window, call.listed, step=Step.ALL, entities=[])
         model = build_response_model(
-            self.prompt.ontology, reasoning=self.prompt.reasoning, constraints=call.constraints
+            self.prompt.ontology,
+            reasoning=self.prompt.reasoning,
+            constraints=call.constraints,
+            facts=self.prompt.facts,
         )
         response = await self._ask(model, messages, call.scope, call.ledger)
         call.entities, call.relations = response.resolved()
+        call.facts = response.resolved_facts()
 
     async def _call_entities(self, call: _WindowCall) -> None:
         """The entities of the window; the phrase types wait for their own step when one follows."""
@@ -420,19 +423,24 @@ class Extractor:
         call.entities += [entity for entity in found.resolved()[0] if entity.key not in listed_keys]
 
     async def _call_relations(self, call: _WindowCall) -> None:
-        """Relations typed by the ontology over the entities found (and the known ones listed)."""
-        if not call.entities:
+        """Relations typed by the ontology over the entities found (and the known ones listed);
+        with ``facts: true``, the facts about them in the same answer."""
+        facts = self.prompt.facts
+        if not call.entities and not (facts and call.listed):
             return
         found = {e.key: KnownEntity.of(e) for e in call.entities}
         endpoints = {k.name: k.type for k in call.listed if k.key not in found}
         endpoints.update({e.name: e.type for e in call.entities})
-        model = build_relations_model(self.prompt.ontology, endpoints, turns=call.constraints.turns)
+        model = build_relations_model(
+            self.prompt.ontology, endpoints, turns=call.constraints.turns, facts=facts
+        )
         if model is None:
             return
         scope = dataclasses.replace(call.scope, known={**call.scope.known, **found})
         messages = self._messages(call.window, call.listed, step=Step.RELATIONS, entities=call.entities)
         linked = await self._ask_after_entities(Step.RELATIONS, model, messages, scope, call.ledger)
         call.relations = linked.resolved()[1] if linked is not None else []
+        call.facts = linked.resolved_facts() if linked is not None else []
 
     async def _ask_after_entities(
         self,
@@ -569,6 +577,7 @@ class _WindowCall:
     constraints: Constraints
     entities: list[Entity] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
 
 
 def _cut_json(cause: BaseException | None) -> bool:

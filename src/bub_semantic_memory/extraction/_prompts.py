@@ -152,6 +152,8 @@ class _FrontMatter(BaseModel):
     candidates: bool = False
     phrase_types: list[str] = Field(default_factory=list)
     window: WindowShape = Field(default_factory=WindowShape)
+    facts: bool = False
+    dates: bool = False
     ontology: Ontology
 
     @model_validator(mode="after")
@@ -187,6 +189,10 @@ class PromptTemplate:
         phrase_types: with ``candidates: true``, entity types whose name may instead be a
             short phrase of the transcript (tasks and events are rarely capitalised:
             "book the hotel", "soft opening").
+        facts: the call that states relations (``all`` or ``relations``) also states facts:
+            what people said about the entities that no relation type holds.
+        dates: the transcript shows a day line before each day's first turn, so that a time
+            said relative to it ("last Friday") can be copied and resolved.
     """
 
     name: str
@@ -205,6 +211,8 @@ class PromptTemplate:
     phrase_types: tuple[str, ...] = ()
     window: WindowShape = field(default_factory=WindowShape)
     """How much earlier context and how many known entities each window shows."""
+    facts: bool = False
+    dates: bool = False
 
     @property
     def ref(self) -> PromptRef:
@@ -286,6 +294,8 @@ class PromptTemplate:
             candidates=meta.candidates,
             phrase_types=tuple(meta.phrase_types),
             window=meta.window,
+            facts=meta.facts,
+            dates=meta.dates,
             system_template=sections.get("system", ""),
             user_template=sections["user"],
         )

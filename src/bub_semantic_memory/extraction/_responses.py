@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from bub_semantic_memory._models import Entity, Relation, normalize_name
+from bub_semantic_memory._models import FACT_KINDS, Entity, Fact, Relation, normalize_name
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.extraction._validation import (
     KnownEntity,
@@ -42,6 +42,7 @@ __all__ = [
     "ExtractionResponse",
     "build_classification_model",
     "build_entities_model",
+    "build_facts_field",
     "build_phrases_model",
     "build_relations_model",
     "build_response_model",
@@ -66,6 +67,12 @@ PHRASE_PATTERN = rf"^[a-z0-9]{_PHRASE_WORD}*( {_PHRASE_WORD}+){{0,4}}$"
 no question, exclamation, comma or semicolon (a grammar turns this into decoding rules; the
 length bound does not survive that, the word bound does)."""
 MAX_CLASSIFIED = 40  # candidate names one classification call types; more: the entities are listed
+MAX_FACTS = 12
+MAX_STATEMENT = 160
+MAX_ABOUT = 3
+MAX_WHEN = 40
+MAX_TOPIC = 24
+TOPIC_PATTERN = r"^([a-z][a-z ]{0,23})?$"
 NOT_AN_ENTITY = "none"
 _EVIDENCE_HELP = "Turn numbers (the number in brackets) of the lines that state this."
 
@@ -77,6 +84,7 @@ class _ResponseBase(BaseModel):
 
     _entities: list[Entity] = PrivateAttr(default_factory=list)
     _relations: list[Relation] = PrivateAttr(default_factory=list)
+    _facts: list[Fact] = PrivateAttr(default_factory=list)
     _dropped: list[str] = PrivateAttr(default_factory=list)
 
     @model_validator(mode="after")
@@ -86,10 +94,11 @@ class _ResponseBase(BaseModel):
         if not isinstance(scope, ValidationScope):
             return self  # No scope (e.g. schema generation or a unit test of the shape only).
         entities = [*getattr(self, "entities", []), *getattr(self, "phrases", [])]
-        resolved = resolve_answer(scope, entities, getattr(self, "relations", []))
-        self._entities, self._relations, self._dropped = (
+        resolved = resolve_answer(scope, entities, getattr(self, "relations", []), getattr(self, "facts", []))
+        self._entities, self._relations, self._facts, self._dropped = (
             resolved.entities,
             resolved.relations,
+            resolved.facts,
             resolved.dropped,
         )
         return self
@@ -101,6 +110,10 @@ class ExtractionResponse(_ResponseBase):
     def resolved(self) -> tuple[list[Entity], list[Relation]]:
         """The validated storage entities and relations (keys and entry ids resolved)."""
         return list(self._entities), list(self._relations)
+
+    def resolved_facts(self) -> list[Fact]:
+        """The validated facts (about-names resolved to keys, times to dates)."""
+        return list(self._facts)
 
     @property
     def dropped(self) -> list[str]:
@@ -250,16 +263,61 @@ def _reasoning_field() -> tuple[type[str], Any]:
 
 @functools.lru_cache(maxsize=128)
 def build_response_model(
-    ontology: Ontology, *, reasoning: bool = False, constraints: Constraints | None = None
+    ontology: Ontology,
+    *,
+    reasoning: bool = False,
+    constraints: Constraints | None = None,
+    facts: bool = False,
 ) -> type[ExtractionResponse]:
-    """The single-call response model: (reasoning), entities, then relations."""
+    """The single-call response model: (reasoning), entities, relations, then (``facts``) facts."""
     constraints = constraints or Constraints()
     fields: dict[str, Any] = {}
     if reasoning:
         fields["reasoning"] = _reasoning_field()
     fields.update(_entity_fields(ontology, constraints))
     fields["relations"] = (_list_of(_relation_model(ontology, constraints)), Field(max_length=MAX_RELATIONS))
+    if facts:
+        fields["facts"] = build_facts_field(None, constraints.turns)
     return cast("type[ExtractionResponse]", create_model("Extraction", __base__=ExtractionResponse, **fields))
+
+
+def build_facts_field(names: Sequence[str] | None, turns: tuple[int, ...] = ()) -> tuple[Any, Any]:
+    """The ``facts`` list: statements about entities (picked from ``names``; None: written freely).
+
+    Every string is bounded and the topic is a short lower-case phrase, so a grammar-constrained
+    small model cannot ramble; the time is copied as said ("last Friday") and resolved to a date
+    by the validator, never computed by the model.
+    """
+    name: Any = _literal(sorted(names)) if names else Annotated[str, Field(max_length=MAX_NAME + 40)]
+    item = create_model(
+        "ExtractedFact",
+        statement=(
+            Annotated[str, Field(min_length=8, max_length=MAX_STATEMENT)],
+            Field(description="One short sentence with names instead of I, you, she or they."),
+        ),
+        about=(
+            _list_of(name),
+            Field(min_length=1, max_length=MAX_ABOUT, description="The entities it is about."),
+        ),
+        kind=(_literal(list(FACT_KINDS)), Field(description="event, state, preference, plan or opinion.")),
+        topic=(
+            Annotated[str, Field(max_length=MAX_TOPIC, pattern=TOPIC_PATTERN)],
+            Field(description="What it is about in one or two lower-case words (home, job, piano lessons)."),
+        ),
+        when=(
+            Annotated[str, Field(max_length=MAX_WHEN)],
+            Field(
+                default="",
+                description="When it happened or holds, copied as said (last Friday, in May); "
+                "empty when the turn says no time.",
+            ),
+        ),
+        evidence=_evidence_field(turns),
+    )
+    return (
+        _list_of(item),
+        Field(max_length=MAX_FACTS, description="What people said that the relations miss."),
+    )
 
 
 @functools.lru_cache(maxsize=128)
@@ -360,9 +418,10 @@ def build_classification_model(ontology: Ontology, names: tuple[str, ...]) -> ty
 
 
 def build_relations_model(
-    ontology: Ontology, endpoints: Mapping[str, str], *, turns: tuple[int, ...] = ()
+    ontology: Ontology, endpoints: Mapping[str, str], *, turns: tuple[int, ...] = (), facts: bool = False
 ) -> type[ExtractionResponse] | None:
-    """Step two of the two-step strategy: relations typed by the ontology over known endpoints.
+    """Step two of the two-step strategy: relations typed by the ontology over known endpoints
+    (and, with ``facts``, the facts about them).
 
     ``endpoints`` maps entity names to their types. Each relation type becomes its
     own variant whose source and target are enums of the names of allowed types, so
@@ -370,7 +429,7 @@ def build_relations_model(
     entities that exist. The list is bounded by the number of endpoints (three
     relations per entity at most), so a small model that starts repeating itself under
     a grammar stops within a few items instead of at its output limit. Returns None
-    when no relation type fits the endpoints.
+    when no relation type fits the endpoints and no facts are asked for.
     """
     variants: list[Any] = []
     for rel_name, rel in ontology.relation_types.items():
@@ -387,14 +446,12 @@ def build_relations_model(
                 evidence=_evidence_field(turns),
             )
         )
-    if not variants:
+    fields: dict[str, Any] = {}
+    if variants:
+        item: Any = Annotated[Union[tuple(variants)], Field(discriminator="type")]  # noqa: UP007
+        fields["relations"] = (_list_of(item), Field(max_length=min(MAX_RELATIONS, 3 * len(endpoints))))
+    if facts:
+        fields["facts"] = build_facts_field(list(endpoints), turns)
+    if not fields:
         return None
-    item: Any = Annotated[Union[tuple(variants)], Field(discriminator="type")]  # noqa: UP007
-    return cast(
-        "type[ExtractionResponse]",
-        create_model(
-            "Relations",
-            __base__=ExtractionResponse,
-            relations=(_list_of(item), Field(max_length=min(MAX_RELATIONS, 3 * len(endpoints)))),
-        ),
-    )
+    return cast("type[ExtractionResponse]", create_model("Relations", __base__=ExtractionResponse, **fields))

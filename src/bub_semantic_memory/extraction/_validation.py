@@ -12,7 +12,11 @@ fix them all. It enforces:
 * grounding: each new entity's name or one of its aliases occurs in the window,
   ignoring case and punctuation;
 * one name, one entity: an alias is never another entity's name or alias;
-* no self-loops and no duplicates.
+* no self-loops and no duplicates;
+* facts about entities of this answer or known ones, supported by their evidence lines: the
+  lines hold at least half of the statement's content words (:mod:`bub_semantic_memory._statements`)
+  and name one of the entities the fact is about (or are said by it). The time a fact was said
+  to happen ("last Friday") is resolved against the date of its first evidence line.
 
 Some answers have one right fix and are not re-asked: a duplicate entity is merged into
 its first listing, and a self-loop, or an entity or relation naming what an instruction
@@ -32,9 +36,18 @@ from typing import Any, get_args
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from bub_semantic_memory._mentions import fold_text, is_mentioned
-from bub_semantic_memory._models import Entity, Relation, entity_key, normalize_name, sorted_evidence
+from bub_semantic_memory._models import (
+    Entity,
+    Fact,
+    Relation,
+    entity_key,
+    normalize_name,
+    sorted_evidence,
+)
 from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory._statements import grounding_problem
 from bub_semantic_memory.extraction._planted import PlantedNames
+from bub_semantic_memory.tape._dates import resolve_when
 from bub_semantic_memory.tape._transcript import TranscriptLine
 
 __all__ = [
@@ -86,6 +99,7 @@ class ValidationScope:
     _known_names: dict[tuple[str, str], str] = field(init=False, repr=False)
     _known_any: dict[str, str] = field(init=False, repr=False)
     _folded_lines: list[tuple[int, str]] = field(init=False, repr=False)
+    _by_turn: dict[int, TranscriptLine] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.planted is None:
@@ -93,6 +107,7 @@ class ValidationScope:
         self.turn_ids = frozenset(line.entry_id for line in self.lines)
         self._folded_lines = [(line.entry_id, fold_text(line.speech)) for line in self.lines]
         self._folded_text = " ".join(folded for _, folded in self._folded_lines)
+        self._by_turn = {line.entry_id: line for line in self.lines}
         self._known_names = {}
         self._known_any = {}
         for entity in self.known.values():
@@ -108,6 +123,10 @@ class ValidationScope:
     def mentions(self, names: list[str]) -> list[int]:
         """Turn numbers whose line mentions one of ``names``."""
         return [turn for turn, text in self._folded_lines if any(is_mentioned(n, text) for n in names)]
+
+    def line(self, turn: int) -> TranscriptLine | None:
+        """The window's line of turn ``turn``, if it shows one."""
+        return self._by_turn.get(turn)
 
     def is_planted(self, name: str) -> bool:
         """Whether ``name`` was introduced by a planted instruction (a known entity never is)."""
@@ -163,15 +182,19 @@ class Resolved:
         entities: in first-listed order, duplicates merged into their first listing.
         relations: the relations, endpoints resolved to entity keys.
         dropped: one reason per item left out without a re-ask (a self-loop, a planted name).
+        facts: the facts, about-names resolved to entity keys and times to dates.
     """
 
     entities: list[Entity]
     relations: list[Relation]
     dropped: list[str]
+    facts: list[Fact] = field(default_factory=list)
 
 
-def resolve_answer(scope: ValidationScope, entities: Iterable[Any], relations: Iterable[Any]) -> Resolved:
-    """Check an answer's entity and relation items against ``scope`` and resolve them.
+def resolve_answer(
+    scope: ValidationScope, entities: Iterable[Any], relations: Iterable[Any], facts: Iterable[Any] = ()
+) -> Resolved:
+    """Check an answer's entity, relation and fact items against ``scope`` and resolve them.
 
     Raises:
         ValueError: the answer breaks rules; the message lists every problem (one re-ask
@@ -181,6 +204,7 @@ def resolve_answer(scope: ValidationScope, entities: Iterable[Any], relations: I
     for entity in entities:
         resolver.add_entity(entity)
     resolved = [resolver.add_relation(r) for r in relations]
+    stated = [resolver.add_fact(f) for f in facts]
     if resolver.problems:
         listed = "\n".join(f"- {p}" for p in resolver.problems)
         raise ValueError(f"{len(resolver.problems)} problem(s) with the extraction:\n{listed}")
@@ -188,6 +212,7 @@ def resolve_answer(scope: ValidationScope, entities: Iterable[Any], relations: I
         entities=list(resolver.keys.values()),
         relations=[r for r in resolved if r is not None],
         dropped=list(resolver.dropped),
+        facts=[f for f in stated if f is not None],
     )
 
 
@@ -196,17 +221,22 @@ class Salvage:
     """What validated in an answer that was still invalid after the re-asks, and what was dropped.
 
     Attributes:
-        entities / relations: the items that pass every rule, resolved for storage.
+        entities / relations / facts: the items that pass every rule, resolved for storage.
         dropped: one reason per item left out (the validator's own message).
     """
 
     entities: list[Entity]
     relations: list[Relation]
     dropped: list[str]
+    facts: list[Fact] = field(default_factory=list)
 
     def resolved(self) -> tuple[list[Entity], list[Relation]]:
         """The kept entities and relations (the same shape as :meth:`ExtractionResponse.resolved`)."""
         return list(self.entities), list(self.relations)
+
+    def resolved_facts(self) -> list[Fact]:
+        """The kept facts."""
+        return list(self.facts)
 
 
 def salvage(response_model: type[BaseModel], arguments: str | None, scope: ValidationScope) -> Salvage | None:
@@ -224,7 +254,8 @@ def salvage(response_model: type[BaseModel], arguments: str | None, scope: Valid
     resolver = _Resolver(scope)
     dropped: list[str] = []
     relations: list[Relation] = []
-    for field_name in ("entities", "phrases", "relations"):
+    facts: list[Fact] = []
+    for field_name in ("entities", "phrases", "relations", "facts"):
         items = data.get(field_name)
         field = response_model.model_fields.get(field_name)
         if field is None or not isinstance(items, list):
@@ -237,16 +268,21 @@ def salvage(response_model: type[BaseModel], arguments: str | None, scope: Valid
                 dropped.append(f"{field_name[:-1]} {_describe(raw)} does not fit the schema")
                 continue
             before = len(resolver.problems)
-            if field_name != "relations":
+            if field_name == "facts":
+                if (fact := resolver.add_fact(item)) is not None:
+                    facts.append(fact)
+            elif field_name != "relations":
                 resolver.add_entity(item)
             elif (relation := resolver.add_relation(item)) is not None:
                 relations.append(relation)
             dropped.extend(" ".join(p.split()) for p in resolver.problems[before:])
-    return Salvage(list(resolver.keys.values()), relations, [*dropped, *resolver.dropped])
+    return Salvage(list(resolver.keys.values()), relations, [*dropped, *resolver.dropped], facts)
 
 
 def _describe(raw: Any) -> str:
     if isinstance(raw, dict):
+        if "statement" in raw:
+            return repr(str(raw["statement"])[:80])
         if "name" in raw:
             return repr(str(raw["name"])[:80])
         if "source" in raw:
@@ -267,6 +303,7 @@ class _Resolver:
         self.display_names: dict[str, str] = {}  # folded display name -> key
         self.alias_owners: dict[str, str] = {}  # folded alias -> key
         self.relation_keys: set[tuple[str, str, str]] = set()
+        self.fact_keys: set[str] = set()
 
     def _check_evidence(self, what: str, evidence: list[int]) -> list[int]:
         bad = [t for t in evidence if t not in self.scope.turn_ids]
@@ -424,3 +461,66 @@ class _Resolver:
         return Relation(
             source=source_key, type=raw.type, target=target_key, evidence=sorted_evidence(evidence)
         )
+
+    def add_fact(self, raw: Any) -> Fact | None:
+        statement = " ".join(str(raw.statement).split())
+        label = f"fact {statement[:80]!r}"
+        names = [str(n) for n in raw.about]
+        if planted := next((n for n in names if self.scope.is_planted(n)), None):
+            self.dropped.append(f"{label} names {planted!r}, introduced by a planted instruction")
+            return None
+        about: list[str] = []
+        for name in names:
+            endpoint = self._endpoint(name, "entity", label)
+            if endpoint is None:
+                return None
+            about.append(endpoint[0])
+        about = list(dict.fromkeys(about))
+        if not about:
+            self.problems.append(f"{label} is about no entity; name the entities it is about")
+            return None
+        evidence = self._check_evidence(label, list(raw.evidence))
+        lines = [line for turn in evidence if (line := self.scope.line(turn)) is not None]
+        if not lines:
+            self.problems.append(f"{label} gives no evidence; give the turn numbers that state it")
+            return None
+        if not self._grounded(label, statement, about, lines):
+            return None
+        key = Fact(statement=statement, kind=raw.kind, about=tuple(about)).key
+        if key in self.fact_keys:
+            return None  # the same statement twice has one right answer: keep the first listing
+        self.fact_keys.add(key)
+        said_when = " ".join(str(getattr(raw, "when", "") or "").split()) or None
+        resolved = (
+            resolve_when(said_when, lines[0].date, prefer="future" if raw.kind == "plan" else "past")
+            if said_when
+            else None
+        )
+        return Fact(
+            statement=statement,
+            kind=raw.kind,
+            about=tuple(about),
+            topic=normalize_name(str(getattr(raw, "topic", "") or "")),
+            when=resolved.value if resolved is not None else None,
+            said_when=said_when,
+            evidence=sorted_evidence(evidence),
+            valid_from=min(evidence),
+        )
+
+    def _grounded(self, label: str, statement: str, about: list[str], lines: list[TranscriptLine]) -> bool:
+        """Whether the evidence lines name (or are said by) an entity of the fact and hold its words."""
+        names = [name for key in about for name in self._names_of(key)]
+        problem = grounding_problem(statement, names, " ".join(line.speech for line in lines))
+        if problem is not None:
+            self.problems.append(
+                f"{label}: {problem}; state only what the given turns say, in their words, about the "
+                "entities they name"
+            )
+            return False
+        return True
+
+    def _names_of(self, key: str) -> list[str]:
+        if key in self.keys:
+            return self.keys[key].names()
+        known = self.scope.known.get(key)
+        return [known.name, *known.aliases] if known is not None else []

@@ -20,6 +20,7 @@ Two jobs, both tolerant of bad input:
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import re
@@ -239,12 +240,14 @@ class TranscriptLine:
         body: what the entry says, without the ``[n] user:`` / ``assistant called`` /
             ``tool:`` prefix the renderer adds (those words are not conversation, so
             they must not ground an entity); ``None``: the whole ``text``.
+        date: the entry's date (ISO-8601, as the tape wrote it; "" when it has none).
     """
 
     entry_id: int
     text: str
     sender: str | None = None
     body: str | None = None
+    date: str = ""
 
     @property
     def speech(self) -> str:
@@ -264,7 +267,7 @@ class TranscriptLine:
         body = (
             None if self.body is None else self.body[: max(0, characters - len(self.text) + len(self.body))]
         )
-        return TranscriptLine(self.entry_id, self.text[:characters] + " …", self.sender, body)
+        return TranscriptLine(self.entry_id, self.text[:characters] + " …", self.sender, body, self.date)
 
 
 @dataclass(frozen=True)
@@ -277,12 +280,40 @@ class Transcript:
     def entry_ids(self) -> list[int]:
         return [line.entry_id for line in self.lines]
 
-    def text(self) -> str:
-        """The lines joined with newlines, as sent to the model."""
-        return "\n".join(line.text for line in self.lines)
+    def text(self, *, dated: bool = False) -> str:
+        """The lines joined with newlines, as sent to the model.
+
+        Args:
+            dated: put a day line (``--- Monday, 2023-05-08 ---``) before the first line of each
+                day, so that a model reading "last Friday" knows which Friday (prompts opt in
+                with ``dates: true``: the transcript of older prompt versions stays as measured).
+        """
+        if not dated:
+            return "\n".join(line.text for line in self.lines)
+        out: list[str] = []
+        day = ""
+        for line in self.lines:
+            line_day = line.date[:10]
+            if line_day and line_day != day:
+                out.append(_day_line(line_day))
+                day = line_day
+            out.append(line.text)
+        return "\n".join(out)
 
     def __bool__(self) -> bool:
         return bool(self.lines)
+
+
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def _day_line(day: str) -> str:
+    """``--- Monday, 2023-05-08 ---`` (weekday names in English whatever the locale)."""
+    try:
+        weekday = _WEEKDAYS[datetime.date.fromisoformat(day).weekday()]
+    except ValueError:
+        return f"--- {day} ---"
+    return f"--- {weekday}, {day} ---"
 
 
 def strip_bub_header(content: str) -> tuple[str, str | None]:
@@ -334,7 +365,7 @@ def render_transcript(
             case "anchor":
                 rendered = _render_anchor(entry, limits, report, clean)
         if rendered is not None:
-            lines.append(rendered.line(entry.id, clean))
+            lines.append(rendered.line(entry.id, clean, entry.date))
     return Transcript(lines=tuple(lines))
 
 
@@ -346,11 +377,11 @@ class _Rendered:
     body: str
     sender: str | None = None
 
-    def line(self, entry_id: int, clean: Callable[[str], str]) -> TranscriptLine:
+    def line(self, entry_id: int, clean: Callable[[str], str], date: str = "") -> TranscriptLine:
         head = f"[{entry_id}] {self.prefix}"
         text = clean(head + self.body)
         body = text[len(head) :] if text.startswith(head) else clean(self.body)
-        return TranscriptLine(entry_id=entry_id, text=text, sender=self.sender, body=body)
+        return TranscriptLine(entry_id=entry_id, text=text, sender=self.sender, body=body, date=date)
 
 
 def _cleaner(redact: Callable[[str], str] | None) -> Callable[[str], str]:
