@@ -277,47 +277,49 @@ def build_response_model(
     fields.update(_entity_fields(ontology, constraints))
     fields["relations"] = (_list_of(_relation_model(ontology, constraints)), Field(max_length=MAX_RELATIONS))
     if facts:
-        fields["facts"] = build_facts_field(None, constraints.turns)
+        fields["facts"] = build_facts_field(None, constraints.turns, required=False)
     return cast("type[ExtractionResponse]", create_model("Extraction", __base__=ExtractionResponse, **fields))
 
 
-def build_facts_field(names: Sequence[str] | None, turns: tuple[int, ...] = ()) -> tuple[Any, Any]:
+def _untitled(schema: dict[str, Any]) -> None:
+    """Drop the titles pydantic gives each property: the names say as much, and every token of a
+    schema is billed on every request."""
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+
+
+def build_facts_field(
+    names: Sequence[str] | None, turns: tuple[int, ...] = (), *, required: bool = True
+) -> tuple[Any, Any]:
     """The ``facts`` list: statements about entities (picked from ``names``; None: written freely).
 
     Every string is bounded and the topic is a short lower-case phrase, so a grammar-constrained
     small model cannot ramble; the time is copied as said ("last Friday") and resolved to a date
-    by the validator, never computed by the model.
+    by the validator, never computed by the model. ``required``: a grammar-constrained model skips
+    an optional list, so the relations call requires it; the single call, written by models that
+    follow a schema, may leave it out when there is nothing to state.
     """
     name: Any = _literal(sorted(names)) if names else Annotated[str, Field(max_length=MAX_NAME + 40)]
     item = create_model(
         "ExtractedFact",
+        __config__=ConfigDict(json_schema_extra=_untitled),
         statement=(
             Annotated[str, Field(min_length=8, max_length=MAX_STATEMENT)],
-            Field(description="One short sentence with names instead of I, you, she or they."),
+            Field(description="A short sentence, names not pronouns."),
         ),
-        about=(
-            _list_of(name),
-            Field(min_length=1, max_length=MAX_ABOUT, description="The entities it is about."),
-        ),
-        kind=(_literal(list(FACT_KINDS)), Field(description="event, state, preference, plan or opinion.")),
-        topic=(
-            Annotated[str, Field(max_length=MAX_TOPIC, pattern=TOPIC_PATTERN)],
-            Field(description="What it is about in one or two lower-case words (home, job, piano lessons)."),
-        ),
+        about=(_list_of(name), Field(min_length=1, max_length=MAX_ABOUT)),
+        kind=(_literal(list(FACT_KINDS)), ...),
+        topic=(Annotated[str, Field(max_length=MAX_TOPIC, pattern=TOPIC_PATTERN)], ...),
         when=(
             Annotated[str, Field(max_length=MAX_WHEN)],
-            Field(
-                default="",
-                description="When it happened or holds, copied as said (last Friday, in May); "
-                "empty when the turn says no time.",
-            ),
+            Field(default="", description="As said, or empty."),
         ),
         evidence=_evidence_field(turns),
     )
-    return (
-        _list_of(item),
-        Field(max_length=MAX_FACTS, description="What people said that the relations miss."),
-    )
+    # The prompt says what each field means: every word here is billed again on every request.
+    if required:
+        return (_list_of(item), Field(max_length=MAX_FACTS))
+    return (_list_of(item), Field(default_factory=list, max_length=MAX_FACTS))
 
 
 @functools.lru_cache(maxsize=128)
