@@ -11,18 +11,18 @@ characters instead.
 * :func:`support` -- the share of a statement's content words that a text contains (the validator
   asks that a fact's evidence lines hold at least half of them);
 * :func:`similarity` -- the Jaccard index of two statements' content words (the scorer matches a
-  predicted fact to a gold one at 0.5 or more when their evidence does not overlap).
+  predicted fact to a gold one by it, the names of the entities they are about left out).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from bub_semantic_memory._mentions import fold_text, has_unspaced_script, is_mentioned
 from bub_semantic_memory._models import normalize_name
 
-__all__ = ["MIN_SUPPORT", "content_words", "grounding_problem", "similarity", "support"]
+__all__ = ["MIN_SUPPORT", "content_words", "grounding_problem", "name_words", "similarity", "support"]
 
 MIN_SUPPORT = 0.5
 """The share of a fact's content words its evidence lines must hold."""
@@ -184,6 +184,11 @@ def content_words(text: str) -> frozenset[str]:
     )
 
 
+def name_words(names: Iterable[str]) -> frozenset[str]:
+    """The content words of entity names: left out when statements about those entities are compared."""
+    return frozenset().union(*(content_words(name) for name in names))
+
+
 def support(statement: str, text: str, *, ignore: frozenset[str] = frozenset()) -> float:
     """The share of ``statement``'s content words (less ``ignore``) found among ``text``'s (1.0: no words)."""
     wanted = content_words(statement) - ignore
@@ -192,9 +197,9 @@ def support(statement: str, text: str, *, ignore: frozenset[str] = frozenset()) 
     return len(wanted & content_words(text)) / len(wanted)
 
 
-def similarity(first: str, second: str) -> float:
-    """The Jaccard index of two statements' content words (0.0 when either has none)."""
-    a, b = content_words(first), content_words(second)
+def similarity(first: str, second: str, *, ignore: frozenset[str] = frozenset()) -> float:
+    """The Jaccard index of two statements' content words less ``ignore`` (0.0 when either has none)."""
+    a, b = content_words(first) - ignore, content_words(second) - ignore
     if not a or not b:
         return 0.0
     return len(a & b) / len(a | b)
@@ -209,7 +214,6 @@ def grounding_problem(statement: str, names: Sequence[str], speech: str) -> str 
     """
     if not any(is_mentioned(name, fold_text(speech)) for name in names):
         return "its evidence lines name none of the entities it is about"
-    ignore = frozenset().union(*(content_words(name) for name in names))
-    if support(statement, speech, ignore=ignore) < MIN_SUPPORT:
+    if support(statement, speech, ignore=name_words(names)) < MIN_SUPPORT:
         return "it is not what its evidence lines say"
     return None

@@ -190,7 +190,11 @@ def score(
     ontology = _dataset_ontology(fixtures) or library.load(prompt).ontology
     labels = _label_space(selected, ontology, label_map)
     config = scoring_config(ontology, labels, _synonyms(synonyms))
-    result = score_dataset([(f.id, f.gold, predicted.get(f.id)) for f in selected], config)
+    result = score_dataset(
+        [(f.id, f.gold, predicted.get(f.id)) for f in selected],
+        config,
+        facts={f.id: f.facts for f in selected},
+    )
     if as_json:
         stdout.print(result.model_dump_json(indent=2), markup=False)
         return

@@ -180,7 +180,7 @@ class _PromptRunner:
         self, fixture: Fixture, outcome: _Outcome, config: ScoringConfig
     ) -> tuple[FixtureResult, FixtureScore]:
         prediction = prediction_from_snapshots(fixture.id, outcome.snapshots, self.prompt.ontology)
-        score = score_fixture(fixture.gold, prediction, config)
+        score = score_fixture(fixture.gold, prediction, config, facts=fixture.facts)
         calls = [s for s in outcome.snapshots if s.usage.attempts or s.usage.requests]
         usage = sum((s.usage for s in outcome.snapshots), Usage())
         error = outcome.error

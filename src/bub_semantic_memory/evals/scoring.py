@@ -26,6 +26,19 @@ after :attr:`ScoringConfig.relation_synonyms` maps both sides to a canonical typ
 Symmetric types (:attr:`ScoringConfig.symmetric_relations`, checked on the canonical
 type) also match reversed. Relation matching is one-to-one too.
 
+Facts. A fixture's gold facts (``facts.json``) are scored when it has them. A predicted fact is
+a candidate for a gold fact when they are about a common entity (one of the prediction's ``about``
+names lands, through the entity alignment, on a gold entity the gold fact is about, or has its
+normalised name) and their statements say the same thing: the Jaccard index of their content
+words besides the names of the entities they are about
+(:func:`~bub_semantic_memory._statements.similarity`) is at least :data:`SAME_STATEMENT`, or at
+least :data:`SAME_STATEMENT_AND_TURN` when their evidence shares an entry (one fact worded two
+ways shares a turn and most words; two facts of one turn share few). Kinds are not compared
+(whether "Caroline is reading a book" is a state or an event is a judgement, not something the
+tape says). Matching is one-to-one, preferring the most similar pairs. ``fact_dates`` counts,
+over the matched pairs whose gold fact has a date, those whose prediction gives the same date
+(its precision is over the matched predictions that give a date).
+
 Forbidden names. A gold file may list names the memory must never hold (what an
 injection in the transcript tries to plant). A predicted entity whose name, aliases or
 attribute values mention one (the whole-word rule of :mod:`~bub_semantic_memory._mentions`)
@@ -59,7 +72,8 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.evals.dataset import Gold, GoldEntity, GoldRelation, Prediction
+from bub_semantic_memory._statements import name_words, similarity
+from bub_semantic_memory.evals.dataset import Gold, GoldEntity, GoldFact, GoldRelation, Prediction
 
 __all__ = [
     "PRF",
@@ -199,6 +213,9 @@ class FixtureDiff(BaseModel):
         spurious_relations: predicted relations left unmatched, as ``Source -type-> Target``.
         forbidden_extracted: predicted entities that name a forbidden name of the gold, as
             ``type:Name``.
+        facts: fact PRF (None: the fixture has no gold facts, so facts are not scored).
+        fact_dates: over matched facts, the dates given right (see the module docstring).
+        missed_facts / spurious_facts: gold and predicted statements left unmatched.
     """
 
     entities: PRF = Field(default_factory=PRF)
@@ -209,6 +226,10 @@ class FixtureDiff(BaseModel):
     missed_relations: list[str] = Field(default_factory=list)
     spurious_relations: list[str] = Field(default_factory=list)
     forbidden_extracted: list[str] = Field(default_factory=list)
+    facts: PRF | None = None
+    fact_dates: PRF | None = None
+    missed_facts: list[str] = Field(default_factory=list)
+    spurious_facts: list[str] = Field(default_factory=list)
 
     def diff_fields(self) -> dict[str, Any]:
         """This model's :class:`FixtureDiff` fields by name, to build another diff from."""
@@ -236,6 +257,7 @@ class DatasetScore(BaseModel):
         entities: summed type-aware entity counts.
         entities_untyped: summed type-agnostic entity counts.
         relations: summed relation counts.
+        facts / fact_dates: summed over the fixtures that score facts (None: none does).
         per_entity_type: summed per-type entity counts, keyed by type.
         per_relation_type: summed per-type relation counts, keyed by canonical type.
         fixtures: the per-fixture scores, in input order.
@@ -244,26 +266,52 @@ class DatasetScore(BaseModel):
     entities: PRF = Field(default_factory=PRF)
     entities_untyped: PRF = Field(default_factory=PRF)
     relations: PRF = Field(default_factory=PRF)
+    facts: PRF | None = None
+    fact_dates: PRF | None = None
     per_entity_type: dict[str, PRF] = Field(default_factory=dict)
     per_relation_type: dict[str, PRF] = Field(default_factory=dict)
     fixtures: list[FixtureScore] = Field(default_factory=list)
 
 
-def score_fixture(gold: Gold, prediction: Prediction, config: ScoringConfig | None = None) -> FixtureScore:
-    """Score one prediction against its gold (see the module docstring for the rules)."""
-    return _score(gold.id or prediction.fixture, gold, prediction, config or ScoringConfig())
+def score_fixture(
+    gold: Gold,
+    prediction: Prediction,
+    config: ScoringConfig | None = None,
+    *,
+    facts: Sequence[GoldFact] | None = None,
+) -> FixtureScore:
+    """Score one prediction against its gold (see the module docstring for the rules).
+
+    Args:
+        facts: the fixture's gold facts (None: it has none, and facts are not scored).
+    """
+    fixture_id = gold.id or prediction.fixture
+    return _score(fixture_id, gold, prediction, config or ScoringConfig(), facts)
 
 
 def score_dataset(
-    fixtures: Sequence[tuple[str, Gold, Prediction | None]], config: ScoringConfig | None = None
+    fixtures: Sequence[tuple[str, Gold, Prediction | None]],
+    config: ScoringConfig | None = None,
+    *,
+    facts: Mapping[str, Sequence[GoldFact] | None] | None = None,
 ) -> DatasetScore:
     """Score every ``(fixture id, gold, prediction)``; a missing prediction (None) scores as empty.
 
     Totals and per-type scores are micro-averaged (counts summed, then the ratios).
+
+    Args:
+        facts: gold facts by fixture id (a fixture missing or None here has its facts unscored).
     """
     config = config or ScoringConfig()
+    gold_facts = facts or {}
     scores = [
-        _score(fid, gold, prediction if prediction is not None else Prediction(fixture=fid), config)
+        _score(
+            fid,
+            gold,
+            prediction if prediction is not None else Prediction(fixture=fid),
+            config,
+            gold_facts.get(fid),
+        )
         for fid, gold, prediction in fixtures
     ]
     return aggregate(scores)
@@ -282,8 +330,15 @@ def aggregate(scores: Sequence[FixtureScore]) -> DatasetScore:
         relations=sum((s.relations for s in scores), PRF()),
         per_entity_type=dict(sorted(per_entity.items())),
         per_relation_type=dict(sorted(per_relation.items())),
+        facts=_summed(s.facts for s in scores),
+        fact_dates=_summed(s.fact_dates for s in scores),
         fixtures=list(scores),
     )
+
+
+def _summed(scores: Iterable[PRF | None]) -> PRF | None:
+    present = [score for score in scores if score is not None]
+    return sum(present, PRF()) if present else None
 
 
 def _merge(into: dict[str, PRF], other: Mapping[str, PRF]) -> None:
@@ -291,7 +346,13 @@ def _merge(into: dict[str, PRF], other: Mapping[str, PRF]) -> None:
         into[key] = into[key] + value if key in into else value
 
 
-def _score(fixture_id: str, gold: Gold, prediction: Prediction, config: ScoringConfig) -> FixtureScore:
+def _score(
+    fixture_id: str,
+    gold: Gold,
+    prediction: Prediction,
+    config: ScoringConfig,
+    facts: Sequence[GoldFact] | None = None,
+) -> FixtureScore:
     if config.entity_types:
         gold = gold.model_copy(update={"entities": _retyped(gold.entities, config)})
         prediction = prediction.model_copy(update={"entities": _retyped(prediction.entities, config)})
@@ -314,7 +375,9 @@ def _score(fixture_id: str, gold: Gold, prediction: Prediction, config: ScoringC
     )
     aligned_gold = set(alignment.values())
     matched_gold_relations = set(relation_matches.values())
+    fact_scores = _fact_scores(prediction, gold, facts, alignment) if facts is not None else {}
     return FixtureScore(
+        **fact_scores,
         fixture=fixture_id,
         entities=PRF(tp=len(alignment), predicted=n_pred, gold=n_gold),
         entities_untyped=PRF(tp=len(untyped), predicted=n_pred, gold=n_gold),
@@ -562,3 +625,67 @@ def _shortest_augmenting_path(
         if left not in match_left:
             return pairs
         right = match_left[left]
+
+
+SAME_STATEMENT = 0.5
+"""Two statements with this share of content words in common (Jaccard) are the same fact."""
+SAME_STATEMENT_AND_TURN = 0.35
+"""The share that suffices when the two facts' evidence shares an entry."""
+_SIMILARITY_COST = 1000
+
+
+def _fact_scores(
+    prediction: Prediction, gold: Gold, facts: Sequence[GoldFact], alignment: Mapping[int, int]
+) -> dict[str, Any]:
+    """The fact fields of a fixture's score (see the module docstring)."""
+    pairs = _align_facts(prediction, gold, facts, alignment)
+    predicted = prediction.facts
+    dated = [(p, g) for p, g in pairs.items() if facts[g].when is not None]
+    matched = set(pairs.values())
+    return {
+        "facts": PRF(tp=len(pairs), predicted=len(predicted), gold=len(facts)),
+        "fact_dates": PRF(
+            tp=sum(1 for p, g in dated if predicted[p].when == facts[g].when),
+            predicted=sum(1 for p, _ in dated if predicted[p].when is not None),
+            gold=len(dated),
+        ),
+        "missed_facts": [f.statement for g, f in enumerate(facts) if g not in matched],
+        "spurious_facts": [f.statement for p, f in enumerate(predicted) if p not in pairs],
+    }
+
+
+def _align_facts(
+    prediction: Prediction, gold: Gold, facts: Sequence[GoldFact], alignment: Mapping[int, int]
+) -> dict[int, int]:
+    """One-to-one fact matching, predicted index -> gold index, the most similar pairs first."""
+
+    def predicted_about(fact: GoldFact) -> set[_Endpoint]:
+        ends: set[_Endpoint] = {normalize_name(name) for name in fact.about}
+        for name in fact.about:
+            ends |= {alignment[p] for p in _resolve(name, prediction.entities) if p in alignment}
+        return ends
+
+    def gold_about(fact: GoldFact) -> set[_Endpoint]:
+        ends: set[_Endpoint] = set()
+        for name in fact.about:
+            ends |= set(_resolve(name, gold.entities)) or {normalize_name(name)}
+        return ends
+
+    def names(fact: GoldFact, entities: list[GoldEntity]) -> frozenset[str]:
+        found = [entities[i] for name in fact.about for i in _resolve(name, entities)]
+        return name_words([*fact.about, *(n for e in found for n in (e.name, *e.aliases))])
+
+    gold_ends = [gold_about(fact) for fact in facts]
+    gold_names = [names(fact, gold.entities) for fact in facts]
+    costs: dict[tuple[int, int], int] = {}
+    for p, fact in enumerate(prediction.facts):
+        ends = predicted_about(fact)
+        for g, gold_fact in enumerate(facts):
+            if not ends & gold_ends[g]:
+                continue
+            ignore = names(fact, prediction.entities) | gold_names[g]
+            alike = similarity(fact.statement, gold_fact.statement, ignore=ignore)
+            shared_turn = bool(set(fact.evidence) & set(gold_fact.evidence))
+            if alike >= SAME_STATEMENT or (shared_turn and alike >= SAME_STATEMENT_AND_TURN):
+                costs[(p, g)] = round((1.0 - alike) * _SIMILARITY_COST)
+    return _min_cost_matching(len(prediction.facts), len(facts), costs)
