@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
+from rich.cells import cell_len
 from rich.console import Console
 from rich.measure import Measurement
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -134,10 +135,26 @@ def print_table(console: Console, table: Table, *, key_columns: int = 1, attache
 def _table_of(template: Table, columns: list[Column]) -> Table:
     part = Table(title=template.title, caption=template.caption)
     for column in columns:
-        part.add_column(column.header, justify=column.justify, style=column.style, no_wrap=column.no_wrap)
+        part.add_column(
+            column.header,
+            justify=column.justify,
+            style=column.style,
+            no_wrap=column.no_wrap,
+            min_width=_unbroken_width(column) if column.no_wrap else column.min_width,
+        )
     for cells in zip(*(list(column.cells) for column in columns), strict=True):
         part.add_row(*cells)
     return part
+
+
+def _unbroken_width(column: Column) -> int:
+    """The width a ``no_wrap`` column needs to show every cell whole.
+
+    rich measures a cell's minimum as its longest word even when the column may not wrap, so
+    without this floor a table of such columns is judged to fit and then cut with an ellipsis.
+    """
+    cells = [column.header, *column.cells]
+    return max(cell.cell_len if isinstance(cell, Text) else cell_len(str(cell)) for cell in cells)
 
 
 def _min_width(console: Console, template: Table, columns: list[Column]) -> int:
