@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,10 +11,11 @@ from bub_semantic_memory._models import Entity, Fact, Snapshot
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.tape._dates import resolve_when
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from bub_semantic_memory.testing import FakeOpenAIServer, tool_call_reply
-from tests.conftest import FAST
+from tests.conftest import FAST, make_snapshot
 
 MONDAY = "2023-05-08T14:02:00+00:00"
 
@@ -184,8 +186,6 @@ def test_old_prompt_versions_ask_for_no_facts() -> None:
 
 
 def test_a_snapshot_without_facts_is_stored_as_before_and_one_with_facts_round_trips() -> None:
-    from tests.conftest import make_snapshot
-
     plain = make_snapshot([Entity.create("Caroline", "person", evidence=[1])])
     assert "facts" not in plain.model_dump(mode="json", exclude_defaults=True)
     stated = plain.model_copy(
@@ -193,3 +193,128 @@ def test_a_snapshot_without_facts_is_stored_as_before_and_one_with_facts_round_t
     )
     again = Snapshot.model_validate_json(stated.model_dump_json())
     assert again.facts == stated.facts
+
+
+def stated(
+    statement: str, evidence: int, *, kind: str = "state", topic: str = "", about: str = "person:ivy"
+) -> Fact:
+    return Fact(statement=statement, kind=kind, about=(about,), topic=topic, evidence=(evidence,))  # type: ignore[arg-type]
+
+
+def folded(*facts: Fact, order: list[int] | None = None) -> MemoryGraph:
+    ivy = Entity.create("Ivy", "person", evidence=[1])
+    snapshots = [
+        make_snapshot([ivy], first=fact.evidence[0], last=fact.evidence[0]).model_copy(
+            update={"facts": (fact,)}
+        )
+        for fact in facts
+    ]
+    snapshots = [Snapshot.model_validate(s.model_dump() | {"id": ""}) for s in snapshots]  # ids from content
+    return MemoryGraph.fold([snapshots[i] for i in (order or range(len(snapshots)))])
+
+
+def test_the_same_statement_said_twice_is_one_fact_with_both_entries() -> None:
+    graph = folded(
+        stated("Ivy's piano lessons are on Tuesdays", 10, topic="piano lessons"),
+        stated("Ivy's piano lessons are on Tuesdays.", 40, topic="piano lessons"),
+        stated("Ivy's piano lesson is on Tuesdays", 60, topic="piano lessons"),
+    )
+    [fact] = graph.facts()
+    assert fact.evidence == (10, 40, 60) and fact.valid_from == 10 and fact.is_current
+
+
+def test_a_newer_state_on_a_topic_closes_the_older_in_any_fold_order() -> None:
+    facts = (
+        stated("Ivy's piano lessons are on Tuesdays", 10, topic="piano lessons"),
+        stated("Ivy's piano lessons are on Thursdays now", 30, topic="piano lessons"),
+        stated("Ivy went to a birthday party", 20, kind="event", topic="piano lessons"),
+    )
+    for order in ([0, 1, 2], [1, 2, 0], [2, 1, 0]):
+        by_statement = {f.statement: f for f in folded(*facts, order=order).facts()}
+        assert by_statement["Ivy's piano lessons are on Tuesdays"].valid_until == 30, order
+        assert by_statement["Ivy's piano lessons are on Thursdays now"].is_current
+        assert by_statement["Ivy went to a birthday party"].is_current  # events accumulate
+
+
+def test_facts_survive_a_checkpoint_and_an_old_checkpoint_loads_without_them() -> None:
+    graph = folded(
+        stated("Ivy's piano lessons are on Tuesdays", 10, topic="piano lessons"),
+        stated("Ivy's piano lessons are on Thursdays now", 30, topic="piano lessons"),
+    )
+    state = json.loads(json.dumps(graph.to_state()))
+    again = MemoryGraph.from_state(state)
+    assert again.facts() == graph.facts()
+    again.add(
+        make_snapshot([], first=50, last=50).model_copy(
+            update={"facts": (stated("Ivy's piano lessons are on Mondays", 50, topic="piano lessons"),)}
+        )
+    )
+    assert [f.statement for f in again.facts(current_only=True)] == ["Ivy's piano lessons are on Mondays"]
+    del state["facts"]
+    assert MemoryGraph.from_state(state).facts() == []
+
+
+def test_a_question_finds_the_stated_fact_it_is_about_and_the_note_shows_its_date() -> None:
+    from bub_semantic_memory.memory._index import MemoryIndex
+    from bub_semantic_memory.memory._render import render_memory
+
+    melanie = Entity.create("Melanie", "person", evidence=[2])
+    caroline = Entity.create("Caroline", "person", evidence=[1])
+    facts = (
+        Fact(
+            statement="Caroline went to an LGBTQ support group",
+            kind="event",
+            about=(caroline.key,),
+            when="2023-05-05",
+            said_when="last Friday",
+            evidence=(1,),
+            valid_from=1,
+        ),
+        Fact(
+            statement="Melanie is reading Charlotte's Web", kind="state", about=(melanie.key,), evidence=(2,)
+        ),
+    )
+    snapshot = make_snapshot([caroline, melanie], first=1, last=2).model_copy(update={"facts": facts})
+    graph = MemoryGraph.fold([snapshot])
+    index = MemoryIndex(graph)
+    index.refresh({1: "[1] Caroline: I went to a LGBTQ support group last Friday."}, {1: MONDAY})
+    ranking = index.rank("When did she go to the support group?")
+    best = ranking.facts[0]
+    assert best.sentence == "Caroline went to an LGBTQ support group (2023-05-05)"
+    assert (best.kind, best.when, best.stated, best.entities) == (
+        "event",
+        "2023-05-05",
+        (MONDAY,),
+        (caroline.key,),
+    )
+    block = render_memory(graph, query="When did she go to the support group?", ranking=ranking).text
+    assert "  - Caroline went to an LGBTQ support group (2023-05-05)" in block
+    assert "    > [1] Caroline: I went to a LGBTQ support group last Friday." in block
+    assert "Melanie is reading Charlotte's Web" in block
+
+
+async def test_memory_search_returns_stated_facts_with_their_kind_and_date() -> None:
+    from bub.store import InMemoryTapeStore
+
+    from bub_semantic_memory.agent._search import search_memory
+    from bub_semantic_memory.agent._service import MemoryService
+    from bub_semantic_memory.stores._store import SnapshotStore
+
+    caroline = Entity.create("Caroline", "person", evidence=[1])
+    fact = Fact(
+        statement="Caroline went to an LGBTQ support group",
+        kind="event",
+        about=(caroline.key,),
+        when="2023-05-05",
+        evidence=(1,),
+    )
+    store = InMemoryTapeStore()
+    snapshot = make_snapshot([caroline], tape="t", first=1, last=1).model_copy(update={"facts": (fact,)})
+    await SnapshotStore(store).append(snapshot)
+    ontology = PromptLibrary(None).load("extract@13").ontology
+    service = MemoryService(ontology=lambda: ontology, extractor=lambda: None)
+    await service.load("t", store)
+    found = search_memory(service, "t", "support group", start="2023-05-01", end="2023-05-31")
+    [data] = found["facts"]
+    assert (data["kind"], data["when"], data["entities"]) == ("event", "2023-05-05", [caroline.key])
+    assert search_memory(service, "t", "support group", start="2023-06-01")["facts"] == []

@@ -97,7 +97,7 @@ def test_a_superseded_fact_ranks_below_the_current_one_and_above_it_for_the_past
     now = [
         f
         for f in index.rank("Where does Jonas live?").facts
-        if f.key[1] == "lives_in" and "Jonas" in f.sentence
+        if f.type == "lives_in" and "Jonas" in f.sentence
     ]
     assert [(f.sentence, f.current) for f in now] == [
         ("Jonas Weber lives in Lisbon", True),
@@ -204,6 +204,8 @@ def test_memory_search_prints_ranked_facts_and_their_json(tmp_path: Path) -> Non
     assert set(data) == {"query", "facts", "entities"}
     assert set(data["facts"][0]) == {
         "fact",
+        "kind",
+        "when",
         "current",
         "entities",
         "type",

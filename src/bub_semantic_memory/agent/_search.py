@@ -14,20 +14,22 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bub_semantic_memory.agent._service import MemoryService
     from bub_semantic_memory.memory._graph import MemoryGraph
-    from bub_semantic_memory.memory._index import Fact
+    from bub_semantic_memory.memory._index import Finding
 
 __all__ = ["EMPTY_MEMORY", "recall_entity", "search_memory"]
 
 EMPTY_MEMORY = "the memory of this conversation is empty: nothing was extracted yet"
 
 
-def fact_data(fact: Fact) -> dict[str, Any]:
-    """A fact as JSON-ready data."""
+def fact_data(fact: Finding) -> dict[str, Any]:
+    """A relation or stated fact as JSON-ready data."""
     return {
         "fact": fact.sentence,
+        "kind": fact.kind,
+        "type": fact.type,
         "current": fact.current,
-        "entities": [fact.key[0], fact.key[2]],
-        "type": fact.key[1],
+        "entities": list(fact.entities),
+        "when": fact.when,
         "valid_from": fact.valid_from,
         "valid_until": fact.valid_until,
         "evidence": list(fact.evidence),
@@ -58,6 +60,13 @@ def _stated_between(stated: tuple[str, ...], start: str | None, end: str | None)
     return any((start is None or day >= start[:10]) and (end is None or day <= end[:10]) for day in days)
 
 
+def _day(when: str | None) -> tuple[str, ...]:
+    """A resolved date as a day a range can hold (a month or year counts as its first day)."""
+    if not when or "W" in when:
+        return ()
+    return ((when + "-01-01")[:10] if len(when) == 4 else (when + "-01")[:10],)
+
+
 def search_memory(
     service: MemoryService,
     tape: str,
@@ -72,7 +81,8 @@ def search_memory(
 
     Args:
         entity_type: only entities of this type (and facts touching one).
-        start, end: only facts stated on a day within these ISO dates.
+        start, end: only facts stated on a day within these ISO dates (or, for a stated fact
+            with a resolved date, that happened within them).
         limit: at most this many facts and this many entities.
     """
     graph = service.graph(tape)
@@ -84,8 +94,8 @@ def search_memory(
     if entity_type is not None:
         entities = [e for e in entities if e["type"] == entity_type]
         allowed = {e["key"] for e in entities}
-        facts = [f for f in facts if f.key[0] in allowed or f.key[2] in allowed]
-    found = [fact_data(f) for f in facts if _stated_between(f.stated, start, end)]
+        facts = [f for f in facts if allowed.intersection(f.entities)]
+    found = [fact_data(f) for f in facts if _stated_between((*f.stated, *_day(f.when)), start, end)]
     return {"query": query, "facts": found[:limit], "entities": entities[:limit]}
 
 

@@ -7,7 +7,7 @@ Every condition builds the context of one question over one tape, at the same to
 * ``memory``: exactly what the plugin injects for the question at the end of the tape: the
   memory service of the agent layer loads the tape's snapshots from a tape store and renders
   the block for the question, as the plugin's hooks do, with the plugin's policy;
-* ``gold-memory``: the same, from the gold entities and relations (extraction errors taken out);
+* ``gold-memory``: the same, from the gold entities, relations and facts (extraction errors taken out);
 * ``tape-search``: bub's own ``tape.search`` as an agent calls it: one search per content word
   of the question (:func:`search_words`), through bub's tape store query with the tool's default
   kinds and limit, the matches in tape order, rendered as the tool renders them, packed into
@@ -28,10 +28,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot, Usage
+from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot, Usage
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.evals.dataset import Gold, Prediction
+from bub_semantic_memory.evals.dataset import Gold, GoldFact, Prediction
 from bub_semantic_memory.tape._transcript import Entry, Transcript, render_transcript
 
 __all__ = [
@@ -109,11 +109,20 @@ def _context(condition: str, text: str) -> Context:
 
 
 def snapshots_of(
-    fixture_id: str, facts: Gold | Prediction, ontology: Ontology, *, last_entry_id: int, source: str
+    fixture_id: str,
+    facts: Gold | Prediction,
+    ontology: Ontology,
+    *,
+    last_entry_id: int,
+    source: str,
+    stated: Sequence[GoldFact] = (),
 ) -> tuple[list[Snapshot], list[str]]:
     """One snapshot of the whole tape holding ``facts`` (gold, or an eval run's prediction).
 
-    Returns the snapshots and what could not be kept (a relation whose end is no entity of the
+    ``stated`` are gold facts (a fixture's ``facts.json``) to hold beside the gold's items; a
+    prediction carries its own.
+
+    Returns the snapshots and what could not be kept (a relation or fact about no entity of the
     facts, an entity of a type the ontology lacks), one reason each.
     """
     dropped: list[str] = []
@@ -136,6 +145,23 @@ def snapshots_of(
             )
             continue
         relations.append(Relation(source=source_key, type=fact.type, target=target_key))
+    kept_facts = []
+    for said in [*stated, *(facts.facts if isinstance(facts, Prediction) else ())]:
+        about = [keys.get(name.casefold()) for name in said.about]
+        if None in about:
+            dropped.append(f"fact {said.statement!r}: it is about an entity that is not one of the items")
+            continue
+        kept_facts.append(
+            Fact(
+                statement=said.statement,
+                kind=said.kind,
+                about=tuple(key for key in about if key is not None),
+                topic=said.topic,
+                when=said.when,
+                evidence=tuple(said.evidence),
+                valid_from=min(said.evidence, default=None),
+            )
+        )
     snapshot = Snapshot(
         tape=fixture_id,
         first_entry_id=1,
@@ -146,6 +172,7 @@ def snapshots_of(
         usage=Usage(),
         entities=tuple(entities.values()),
         relations=tuple(relations),
+        facts=tuple(kept_facts),
     )
     return [snapshot], dropped
 

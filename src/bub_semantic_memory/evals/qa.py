@@ -129,7 +129,12 @@ async def _contexts(fixture: Fixture, question: Question, options: QAOptions) ->
         elif condition == "gold-memory":
             last = max((e.id for e in entries), default=1)
             gold, _ = snapshots_of(
-                fixture.id, fixture.gold, options.ontology, last_entry_id=last, source="gold"
+                fixture.id,
+                fixture.gold,
+                options.ontology,
+                last_entry_id=last,
+                source="gold",
+                stated=fixture.facts or (),
             )
             built.append(await _memory(options, "gold-memory", fixture, gold, question))
         elif condition == "tape-search":

@@ -28,7 +28,14 @@ from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.backends._specs import model_note
 from bub_semantic_memory.backends._transport import ChatBackend
 from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key, extraction_code_sha256
-from bub_semantic_memory.evals.dataset import Fixture, GoldEntity, GoldRelation, Prediction, dataset_hash
+from bub_semantic_memory.evals.dataset import (
+    Fixture,
+    GoldEntity,
+    GoldFact,
+    GoldRelation,
+    Prediction,
+    dataset_hash,
+)
 from bub_semantic_memory.evals.labels import LabelMap, ontology_sha256, scoring_config
 from bub_semantic_memory.evals.progress import RunProgress
 from bub_semantic_memory.evals.report import (
@@ -90,7 +97,7 @@ class RunOptions:
 def prediction_from_snapshots(
     fixture_id: str, snapshots: Sequence[Snapshot], ontology: Ontology
 ) -> Prediction:
-    """Fold snapshots and express the graph in gold's shape (names instead of keys)."""
+    """Fold snapshots and express the graph in gold's shape (names instead of keys, facts included)."""
     graph = MemoryGraph.fold(snapshots, ontology, tape=fixture_id)
     entities = graph.entities()
     names = {e.key: e.name for e in entities}
@@ -105,6 +112,17 @@ def prediction_from_snapshots(
                 source=names.get(r.source, r.source), target=names.get(r.target, r.target), type=r.type
             )
             for r in graph.relations()
+        ],
+        facts=[
+            GoldFact(
+                statement=f.statement,
+                kind=f.kind,
+                about=[names.get(k, k) for k in f.about],
+                topic=f.topic,
+                when=f.when,
+                evidence=list(f.evidence),
+            )
+            for f in graph.facts()
         ],
     )
 

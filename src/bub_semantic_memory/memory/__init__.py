@@ -1,20 +1,22 @@
 """The memory of one tape: snapshots folded into a graph, and the block rendered from it.
 
 :class:`MemoryGraph` folds extraction snapshots (deduplication, aliases, superseded
-facts, ranking); :func:`render_memory` renders a token-budgeted block for a question.
+relations and facts, ranking); :class:`MemoryIndex` ranks what a question is about;
+:func:`render_memory` renders a token-budgeted block for a question.
 Nothing here calls a model or reads a store.
 """
 
 from __future__ import annotations
 
-from bub_semantic_memory.memory._graph import EntityView, MemoryGraph, RelationView
-from bub_semantic_memory.memory._index import Fact, MemoryIndex, Ranking
+from bub_semantic_memory.memory._graph import EntityView, FactView, MemoryGraph, RelationView
+from bub_semantic_memory.memory._index import Finding, MemoryIndex, Ranking
 from bub_semantic_memory.memory._render import DEFAULT_BUDGET, MemoryBlock, render_memory
 
 __all__ = [
     "DEFAULT_BUDGET",
     "EntityView",
-    "Fact",
+    "FactView",
+    "Finding",
     "MemoryBlock",
     "MemoryGraph",
     "MemoryIndex",

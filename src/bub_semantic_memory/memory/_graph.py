@@ -11,6 +11,8 @@ Folding rules:
   value closes the older one (``valid_until``) instead of deleting it, so history
   stays visible. "Newer" is decided by tape position (evidence entry ids), so
   snapshots folded out of order still converge to the same graph.
+* Facts fold by the rules of :mod:`._facts` (one statement, one fact; a newer state on a
+  topic closes the older one).
 * :meth:`MemoryGraph.add` costs O(size of the snapshot): nothing is refolded.
 """
 
@@ -22,14 +24,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bub_semantic_memory._gc import gc_paused
-from bub_semantic_memory._models import Entity, Relation, RelationKey, Snapshot, normalize_name
+from bub_semantic_memory._models import Entity, Fact, Relation, RelationKey, Snapshot, normalize_name
 from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.memory._facts import FactBook, FactView
 
 _MAX_NGRAM_WORDS = 5
 _CJK_MIN, _CJK_MAX = 2, 8
 _MAX_WORD_HOLDERS = 5  # a word shared by more entities than this ("project") is not a useful match
 
-__all__ = ["EntityView", "MemoryGraph", "RelationView"]
+__all__ = ["EntityView", "FactView", "MemoryGraph", "RelationView"]
 
 _COMMON_WORD = 32
 
@@ -142,6 +145,7 @@ class MemoryGraph:
         self._snapshot_ids: set[str] = set()
         self._coverage: list[tuple[int, int]] = []
         self._ranking: list[str] | None = None
+        self._facts = FactBook()
         self.version = 0
         """Bumped on every change; renderers use it to invalidate caches."""
 
@@ -210,6 +214,22 @@ class MemoryGraph:
         """All relations (or only those not superseded), in key order."""
         edges = (self._edges[k] for k in sorted(self._edges))
         return [e.freeze() for e in edges if not current_only or e.valid_until is None]
+
+    @property
+    def fact_count(self) -> int:
+        return len(self._facts)
+
+    def facts(self, *, current_only: bool = False) -> list[Fact]:
+        """All facts (or only those not superseded), in key order, entity keys resolved."""
+        return self._facts.frozen(self.resolve, current_only=current_only)
+
+    def fact_views(self) -> list[FactView]:
+        """Read-only views of every fact (no models built; ``about`` holds keys as folded)."""
+        return self._facts.facts()
+
+    def facts_about(self, key: str) -> list[FactView]:
+        """Read-only views of the facts about the entity ``key``."""
+        return self._facts.about([self.resolve(key)], self.resolve)
 
     def neighbours(self, key: str) -> list[str]:
         """Keys one relation away from ``key``."""
@@ -313,6 +333,7 @@ class MemoryGraph:
             "current": [[source, rel_type, list(key)] for (source, rel_type), key in self._current.items()],
             "snapshot_ids": sorted(self._snapshot_ids),
             "coverage": [list(span) for span in self._coverage],
+            "facts": self._facts.to_state(),
         }
 
     @classmethod
@@ -361,6 +382,8 @@ class MemoryGraph:
                 graph._current[(source, rel_type)] = (key_source, key_type, key_target)
             graph._snapshot_ids = set(state["snapshot_ids"])
             graph._coverage = [(int(first), int(last)) for first, last in state["coverage"]]
+            # A checkpoint written before facts existed folded snapshots that had none.
+            graph._facts = FactBook.from_state(state.get("facts", ()), graph.resolve)
         graph.version = len(graph._snapshot_ids)
         return graph
 
@@ -377,6 +400,8 @@ class MemoryGraph:
             self._add_entity(entity, fallback_position)
         for relation in snapshot.relations:
             self._add_relation(relation, fallback_position)
+        for fact in snapshot.facts:
+            self._facts.add(fact, self.resolve)
         self._ranking = None
         self.version += 1
         return True

@@ -3,17 +3,19 @@
 A question rarely names what it asks about ("where did my sister move?", "who is handling it
 now?"), so naming alone picks the wrong memory. The index ranks by content as well:
 
-* **BM25** over one document per entity (name, aliases, type, attributes) and one per relation,
-  written as a fact sentence ("Maya Lin works for Globex", with "formerly" when superseded), in
-  SQLite's FTS5 (the standard library: incremental inserts and deletes, BM25 built in, English
-  stemming, accents folded);
+* **BM25** over one document per entity (name, aliases, type, attributes), one per relation,
+  written as a fact sentence ("Maya Lin works for Globex", with "formerly" when superseded), and
+  one per stated fact (its statement and date), each with the lines that stated it, in SQLite's
+  FTS5 (the standard library: incremental inserts and deletes, BM25 built in, English stemming,
+  accents folded);
 * **names**: entities whose name or alias the question contains (:meth:`MemoryGraph.named_in`);
 * **neighbourhood**: the entities one relation away from the best of the two above.
 
 The three ranked lists are fused by reciprocal rank (each list adds ``1 / (60 + rank)``), the
-usual way to combine rankings whose scores are not comparable. Facts (relations) are ranked by
-their own BM25 rank and their ends' fused scores; a superseded fact ranks below the current one
-of its kind unless the question asks about the past ("before", "used to", "previously"...).
+usual way to combine rankings whose scores are not comparable. Findings (relations and stated
+facts) are ranked by their own BM25 rank and their entities' fused scores, the newest first
+among equals; a superseded one ranks below the current ones unless the question asks about the
+past ("before", "used to", "previously"...).
 
 The index is updated, not rebuilt: :meth:`MemoryIndex.refresh` rewrites only the documents whose
 text changed since the last refresh (the graph's version tells when to look). The memory service
@@ -28,10 +30,9 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from bub_semantic_memory._models import RelationKey
-from bub_semantic_memory.memory._graph import EntityView, MemoryGraph, RelationView
+from bub_semantic_memory.memory._graph import EntityView, FactView, MemoryGraph, RelationView
 
-__all__ = ["Fact", "MemoryIndex", "Ranking", "asks_about_the_past", "fact_sentence"]
+__all__ = ["Finding", "MemoryIndex", "Ranking", "asks_about_the_past", "fact_sentence"]
 
 RRF_K = 60
 """The reciprocal-rank constant: rank 1 adds 1/61, rank 10 adds 1/70."""
@@ -64,41 +65,74 @@ def fact_sentence(graph: MemoryGraph, relation: RelationView) -> str:
     return f"{prefix}{name(relation.source)} {verb} {name(relation.target)}"
 
 
+def _entities_of(item: RelationView | FactView) -> tuple[str, ...]:
+    if isinstance(item.key, str):
+        return item.about
+    return (item.source, item.target)
+
+
 def _entity_text(entity: EntityView) -> str:
     attributes = " ".join(f"{key} {value}" for key, value in entity.attributes.items())
     return " ".join(filter(None, [entity.name, *entity.aliases, entity.type, attributes]))
 
 
+def _relation_id(relation: RelationView) -> str:
+    return "r\t" + "\t".join(relation.key)
+
+
+def _fact_id(fact: FactView) -> str:
+    return f"s\t{fact.key}"
+
+
+def finding_id(item: RelationView | FactView) -> str:
+    """The id retrieval gives a relation or a stated fact (what :attr:`Finding.id` holds)."""
+    return _fact_id(item) if isinstance(item.key, str) else _relation_id(item)
+
+
+def stated_sentence(fact: FactView) -> str:
+    """A stated fact as a note line's text: its statement, dated when a date was resolved."""
+    prefix = "formerly: " if fact.valid_until is not None else ""
+    return f"{prefix}{fact.statement}" + (f" ({fact.when})" if fact.when else "")
+
+
 @dataclass(frozen=True)
-class Fact:
-    """A relation as retrieval returns it.
+class Finding:
+    """A relation or a stated fact as retrieval returns it.
 
     Attributes:
-        key: (source key, type, target key).
+        id: the finding's id (``r<TAB>source<TAB>type<TAB>target`` or ``s<TAB><fact key>``).
         sentence: the fact in words.
+        kind: ``relation``, or the stated fact's kind (event, state, preference, plan, opinion).
+        type: the relation type, or the stated fact's topic.
+        entities: the keys of the entities it is about (a relation's source and target).
         current: False when a later value superseded it.
         valid_from, valid_until: the tape positions (entry ids) it held from and until.
         evidence: entry ids that state it.
         evidence_lines: the transcript lines of (some of) those entries, when the index was given them.
         stated: the dates of the evidence entries the index knows (ISO-8601), in entry order.
+        when: a stated fact's resolved date (``2023-05-05``, ``2023-05``...), if it has one.
     """
 
-    key: RelationKey
+    id: str
     sentence: str
+    kind: str
+    type: str
+    entities: tuple[str, ...]
     current: bool
     valid_from: int | str | None
     valid_until: int | str | None
     evidence: tuple[int, ...]
     evidence_lines: tuple[str, ...] = ()
     stated: tuple[str, ...] = ()
+    when: str | None = None
 
 
 @dataclass(frozen=True)
 class Ranking:
-    """What a question is about, best first: entity keys, and facts."""
+    """What a question is about, best first: entity keys, and findings (relations and facts)."""
 
     entities: tuple[str, ...]
-    facts: tuple[Fact, ...]
+    facts: tuple[Finding, ...]
 
 
 class MemoryIndex:
@@ -170,14 +204,18 @@ class MemoryIndex:
             view = graph.view(entity.key)
             if view is not None:
                 yield f"e\t{entity.key}", _entity_text(view)
-        seen: set[RelationKey] = set()
+        seen: set[str] = set()
         for entity in graph.entities():
             for relation in graph.edges(entity.key):
-                if relation.key in seen:
+                doc = _relation_id(relation)
+                if doc in seen:
                     continue
-                seen.add(relation.key)
+                seen.add(doc)
                 evidence = " ".join(self.evidence_lines(relation.evidence))
-                yield "r\t" + "\t".join(relation.key), f"{fact_sentence(graph, relation)} {evidence}".strip()
+                yield doc, f"{fact_sentence(graph, relation)} {evidence}".strip()
+        for fact in graph.fact_views():
+            evidence = " ".join(self.evidence_lines(fact.evidence))
+            yield _fact_id(fact), f"{stated_sentence(fact)} {evidence}".strip()
 
     def evidence_lines(self, evidence: Iterable[int]) -> tuple[str, ...]:
         """The transcript lines of the first and the latest entry that state a fact (those known)."""
@@ -213,15 +251,18 @@ class MemoryIndex:
         graph = self.graph
         hits = self._bm25(question)
         lexical: list[str] = []
-        fact_rank: dict[RelationKey, int] = {}
+        fact_rank: dict[str, int] = {}
+        about = {_fact_id(f): f.about for f in graph.fact_views()}
         for doc in hits:
             kind, *parts = doc.split("\t")
             if kind == "e":
                 lexical.append(parts[0])
+                continue
+            fact_rank.setdefault(doc, len(fact_rank))
+            if kind == "r":
+                lexical.extend((parts[0], parts[2]))
             else:
-                source, rel_type, target = parts
-                fact_rank.setdefault((source, rel_type, target), len(fact_rank))
-                lexical.extend((source, target))
+                lexical.extend(about.get(doc, ()))
         lexical = list(dict.fromkeys(graph.resolve(k) for k in lexical))
         named = list(dict.fromkeys(graph.resolve(k) for k in graph.named_in(question)))
         seeds = list(dict.fromkeys([*named[:5], *lexical[:5]]))
@@ -239,55 +280,88 @@ class MemoryIndex:
         self,
         question: str,
         entities: list[str],
-        fact_rank: dict[RelationKey, int],
+        fact_rank: dict[str, int],
         scores: dict[str, float],
         limit: int,
-    ) -> tuple[Fact, ...]:
+    ) -> tuple[Finding, ...]:
         graph = self.graph
         past = asks_about_the_past(question)
-        candidates: dict[RelationKey, RelationView] = {}
+        candidates: dict[str, RelationView | FactView] = {}
         for key in entities:
             for relation in graph.edges(key):
-                candidates.setdefault(relation.key, relation)
-        for fact_key in fact_rank:
-            for relation in graph.edges(fact_key[0]):
-                if relation.key == fact_key:
-                    candidates.setdefault(fact_key, relation)
+                candidates.setdefault(_relation_id(relation), relation)
+            for fact in graph.facts_about(key):
+                candidates.setdefault(_fact_id(fact), fact)
+        for fact in graph.fact_views():
+            if _fact_id(fact) in fact_rank:
+                candidates.setdefault(_fact_id(fact), fact)
+        for doc in fact_rank:
+            if doc.startswith("r\t"):
+                source = doc.split("\t")[1]
+                for relation in graph.edges(source):
+                    if _relation_id(relation) == doc:
+                        candidates.setdefault(doc, relation)
 
-        def score(relation: RelationView) -> float:
-            value = scores.get(relation.source, 0.0) + scores.get(relation.target, 0.0)
-            if relation.key in fact_rank:
-                value += 1.0 / (RRF_K + fact_rank[relation.key] + 1)
+        def score(doc: str, item: RelationView | FactView) -> float:
+            value = sum(scores.get(graph.resolve(key), 0.0) for key in _entities_of(item))
+            if doc in fact_rank:
+                value += 1.0 / (RRF_K + fact_rank[doc] + 1)
             return value
 
-        def order(relation: RelationView) -> tuple[bool, float, tuple[str, str, str]]:
-            superseded = relation.valid_until is not None
-            # current facts first, unless the question asks what held before
-            return (superseded != past, -score(relation), relation.key)
+        def order(entry: tuple[str, RelationView | FactView]) -> tuple[bool, float, int, str]:
+            doc, item = entry
+            superseded = item.valid_until is not None
+            # current facts first, unless the question asks what held before; newest first among equals
+            return (superseded != past, -score(doc, item), -max(item.evidence, default=0), doc)
 
-        ranked = sorted(candidates.values(), key=order)[:limit]
-        return tuple(self._fact(relation) for relation in ranked)
+        ranked = sorted(candidates.items(), key=order)[:limit]
+        return tuple(self._finding(item) for _, item in ranked)
 
-    def _fact(self, relation: RelationView) -> Fact:
-        evidence = tuple(sorted(relation.evidence))
-        return Fact(
-            key=relation.key,
+    def _finding(self, item: RelationView | FactView) -> Finding:
+        evidence = tuple(sorted(item.evidence))
+        lines, dates = (
+            self.evidence_lines(evidence),
+            tuple(self._dates[e] for e in evidence if e in self._dates),
+        )
+        if isinstance(item.key, str):  # a stated fact
+            fact: FactView = item
+            return Finding(
+                id=_fact_id(fact),
+                sentence=stated_sentence(fact),
+                kind=fact.kind,
+                type=fact.topic,
+                entities=tuple(dict.fromkeys(self.graph.resolve(k) for k in fact.about)),
+                current=fact.valid_until is None,
+                valid_from=fact.valid_from,
+                valid_until=fact.valid_until,
+                evidence=evidence,
+                evidence_lines=lines,
+                stated=dates,
+                when=fact.when,
+            )
+        relation: RelationView = item
+        return Finding(
+            id=_relation_id(relation),
             sentence=fact_sentence(self.graph, relation),
+            kind="relation",
+            type=relation.type,
+            entities=(relation.source, relation.target),
             current=relation.valid_until is None,
             valid_from=relation.valid_from,
             valid_until=relation.valid_until,
             evidence=evidence,
-            evidence_lines=self.evidence_lines(evidence),
-            stated=tuple(self._dates[e] for e in evidence if e in self._dates),
+            evidence_lines=lines,
+            stated=dates,
         )
 
-    def facts_of(self, key: str) -> tuple[Fact, ...]:
-        """Every fact about the entity ``key``: current ones first, then superseded, latest first."""
-        relations = self.graph.edges(key)
+    def facts_of(self, key: str) -> tuple[Finding, ...]:
+        """Every relation and stated fact about the entity ``key``: current ones first, then
+        superseded, latest first."""
+        items: list[RelationView | FactView] = [*self.graph.edges(key), *self.graph.facts_about(key)]
         ordered = sorted(
-            relations, key=lambda r: (r.valid_until is not None, -max(r.evidence, default=0), r.key)
+            items, key=lambda i: (i.valid_until is not None, -max(i.evidence, default=0), finding_id(i))
         )
-        return tuple(self._fact(relation) for relation in ordered)
+        return tuple(self._finding(item) for item in ordered)
 
     def close(self) -> None:
         with self._lock:

@@ -9,8 +9,10 @@ latest user message and never exceeds a token budget:
    else the entities named in the message (name or alias, normalised) and their neighbours;
 2. everything else, most recently mentioned first, then by number of relations.
 
-Each entity contributes a line, then its current relations; superseded relations
-appear last, marked as history. An empty graph renders no block at all.
+Each entity contributes a line, then its facts: the ranked ones first (with the lines that
+said the best of them), then current relations and stated facts (the newest first), and
+superseded ones last, marked as history. A stated fact shows its date when one was
+resolved. An empty graph renders no block at all.
 
 Lines the agent was already shown (``shown``) are left out and cost nothing, so a block
 can carry only what is new since earlier blocks that are still in the agent's context.
@@ -22,8 +24,8 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.memory._graph import EntityView, MemoryGraph, RelationView
-from bub_semantic_memory.memory._index import Ranking
+from bub_semantic_memory.memory._graph import EntityView, FactView, MemoryGraph, RelationView
+from bub_semantic_memory.memory._index import Ranking, finding_id, stated_sentence
 
 __all__ = ["DEFAULT_BUDGET", "MemoryBlock", "render_memory"]
 
@@ -42,7 +44,7 @@ class MemoryBlock:
         text: the block, or "" when there is nothing to inject.
         tokens: estimated tokens of ``text``.
         entities: entities shown.
-        facts: relation lines shown (history included).
+        facts: relation and fact lines shown (history included).
         omitted: entities that did not fit in the budget.
     """
 
@@ -98,6 +100,36 @@ def _relation_line(graph: MemoryGraph, relation: RelationView) -> str:
     return f"  - (history, {when}) {text}"
 
 
+def _stated_line(fact: FactView) -> str:
+    if fact.valid_until is None:
+        return f"  - {stated_sentence(fact)}"
+    return f"  - (history, until entry {fact.valid_until}) {stated_sentence(fact).removeprefix('formerly: ')}"
+
+
+def _line(graph: MemoryGraph, item: RelationView | FactView) -> str:
+    if isinstance(item.key, str):
+        return _stated_line(item)
+    return _relation_line(graph, item)
+
+
+def _facts_in_order(
+    graph: MemoryGraph, key: str, fact_order: dict[str, int]
+) -> list[tuple[str, RelationView | FactView]]:
+    """An entity's relations and stated facts: ranked ones first, then current before history,
+    the newest first."""
+    found: list[RelationView | FactView] = [*graph.edges(key), *graph.facts_about(key)]
+    items = [(finding_id(item), item) for item in found]
+    return sorted(
+        items,
+        key=lambda pair: (
+            fact_order.get(pair[0], len(fact_order)),
+            pair[1].valid_until is not None,
+            -max(pair[1].evidence, default=0),
+            pair[0],
+        ),
+    )
+
+
 def render_memory(
     graph: MemoryGraph,
     *,
@@ -119,11 +151,11 @@ def render_memory(
         return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=0)
     lines = [HEADER]
     used = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2
-    shown_relations: set[tuple[str, str, str]] = set()
+    shown_facts: set[str] = set()
     entities = facts = misses = 0
-    fact_order = {fact.key: index for index, fact in enumerate(ranking.facts)} if ranking else {}
+    fact_order = {fact.id: index for index, fact in enumerate(ranking.facts)} if ranking else {}
     # the lines that stated the best facts: what was said, for an agent to read or search for
-    quoted = {fact.key: fact.evidence_lines for fact in ranking.facts[:_QUOTED_FACTS]} if ranking else {}
+    quoted = {fact.id: fact.evidence_lines for fact in ranking.facts[:_QUOTED_FACTS]} if ranking else {}
     quoted_lines: set[str] = set()
     for key in _relevance_order(graph, query, named_only=named_only, ranking=ranking):
         if misses >= _GIVE_UP_AFTER_MISSES:
@@ -140,20 +172,10 @@ def render_memory(
             lines.append(line)
             used += cost
             entities += 1
-        edges = sorted(
-            graph.edges(key),
-            key=lambda r: (
-                fact_order.get(r.key, len(fact_order)),
-                r.valid_until is not None,
-                r.type,
-                r.target,
-                r.source,
-            ),
-        )
-        for relation in edges:
-            if relation.key in shown_relations:
+        for fact_id, item in _facts_in_order(graph, key, fact_order):
+            if fact_id in shown_facts:
                 continue
-            fact = _relation_line(graph, relation)
+            fact = _line(graph, item)
             if fact in shown:
                 continue
             cost = estimate_tokens(fact) + 1
@@ -162,8 +184,8 @@ def render_memory(
             lines.append(fact)
             used += cost
             facts += 1
-            shown_relations.add(relation.key)
-            for said in quoted.get(relation.key, ()):
+            shown_facts.add(fact_id)
+            for said in quoted.get(fact_id, ()):
                 quote = f"    > {said}"
                 cost = estimate_tokens(quote) + 1
                 if said in quoted_lines or quote in shown or used + cost > budget:
