@@ -365,6 +365,7 @@ def build() -> dict:
         "family, move, a corrected event city, a task reassignment and a calendar tool result scattered across it.",
         "tags": [
             "long",
+            "test",
             "people",
             "tasks",
             "deadlines",

@@ -16,7 +16,7 @@ from bub_semantic_memory.evals import (
     load_fixtures,
     load_predictions,
 )
-from tests.conftest import DATA
+from tests.conftest import DATA, REPO
 
 TAPE = (DATA / "bub_run_tape.jsonl").read_bytes()
 
@@ -218,3 +218,16 @@ def test_an_unanswerable_question_has_no_evidence_and_evidence_ids_start_at_one(
         Question(question="How old is Bob?", answer="unknown", category="unanswerable", evidence=[5])
     with pytest.raises(ValueError, match="evidence holds tape entry ids, which start at 1"):
         Question(question="Who?", answer="Bob", category="single-hop", evidence=[0, 5])
+
+
+def test_every_committed_fixture_is_in_one_split_and_every_kind_is_in_both() -> None:
+    """Prompts are tuned on ``tune`` and the gate decides on ``test`` (evals/README.md, "Splits")."""
+    fixtures = load_fixtures(REPO / "evals" / "fixtures")
+    kinds: dict[str, set[str]] = {}
+    for fixture in fixtures:
+        [split] = [tag for tag in fixture.tags if tag in ("tune", "test")]
+        kinds.setdefault(fixture.id.split("-")[0], set()).add(split)
+    # a kind of one fixture (de-, es-, family-) cannot be in both; every larger kind is
+    assert {kind for kind, splits in kinds.items() if splits != {"tune", "test"}} <= {"de", "es", "family"}
+    tuned = [f for f in fixtures if "tune" in f.tags]
+    assert len(tuned) >= 20 and len(fixtures) - len(tuned) >= 25

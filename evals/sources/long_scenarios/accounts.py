@@ -402,6 +402,7 @@ SCENARIO = Scenario(
     "replaced, an account handed to a colleague, a demo that moves, and CRM and calendar tool results.",
     tags=(
         "long",
+        "test",
         "people",
         "projects",
         "deadlines",

@@ -411,7 +411,7 @@ SCENARIO = Scenario(
     "(Greta and Gerda, Ivy and Iva, Bergen and Bergamo), a mother's move, a husband's job change, a lesson day "
     "that moves, a cancelled and rebooked holiday, a knee through six physio sessions, an allergy and a seat "
     "preference stated once, and a travel booking tool result.",
-    tags=("long", "family", "people", "events", "temporal", "tool-facts", "aliases", "deadlines"),
+    tags=("long", "tune", "family", "people", "events", "temporal", "tool-facts", "aliases", "deadlines"),
     seed=20260111,
     sessions=SESSIONS,
     entities=ENTITIES,

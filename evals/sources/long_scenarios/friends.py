@@ -387,7 +387,7 @@ SCENARIO = Scenario(
     "(Ewan Baird and Euan Beard, Callie and Cal), a friend who moves twice, a new coach, a book club that "
     "changes venue, a race goal and a hostel that change, a trip planned in one session and dated in another, "
     "diets and habits stated once, and calendar and fitness tool results.",
-    tags=("long", "people", "events", "temporal", "tool-facts", "aliases", "deadlines"),
+    tags=("long", "tune", "people", "events", "temporal", "tool-facts", "aliases", "deadlines"),
     seed=20260301,
     sessions=SESSIONS,
     entities=ENTITIES,

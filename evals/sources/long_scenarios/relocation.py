@@ -425,7 +425,7 @@ SCENARIO = Scenario(
     "move: look-alike names (Solace and Solstice Health, Chorlton and Chorley), a start date pushed back, a "
     "manager who changes before day one, a home that changes three times, a partner's transfer, flat "
     "requirements stated once, and calendar and mail tool results.",
-    tags=("long", "people", "events", "temporal", "tool-facts", "aliases", "deadlines"),
+    tags=("long", "test", "people", "events", "temporal", "tool-facts", "aliases", "deadlines"),
     seed=20260518,
     sessions=SESSIONS,
     entities=ENTITIES,

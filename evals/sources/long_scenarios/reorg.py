@@ -420,6 +420,7 @@ SCENARIO = Scenario(
     "slipped release, a resignation to a competitor, and issue tracker, directory and calendar tool results.",
     tags=(
         "long",
+        "tune",
         "people",
         "projects",
         "tasks",
