@@ -19,6 +19,7 @@ from bub_semantic_memory.evals.contexts import (
 )
 from bub_semantic_memory.evals.dataset import Fixture, Gold, GoldEntity, GoldRelation, Question, load_fixtures
 from bub_semantic_memory.evals.qa import QAOptions, contains_answer, judge, run_qa
+from bub_semantic_memory.evals.qa_report import LONG, to_markdown
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from bub_semantic_memory.testing import FakeOpenAIServer, RecordedRequest, Reply, text_reply
@@ -272,3 +273,62 @@ def test_snapshot_helpers_make_a_valid_snapshot() -> None:
     assert snapshot.relations == (
         Relation(source="person:jonas-weber", type="lives_in", target="location:lisbon"),
     )
+
+
+async def test_memory_without_facts_leaves_out_only_the_stated_facts(fixture: Fixture) -> None:
+    from bub_semantic_memory._models import Fact
+
+    jonas = Entity.create("Jonas Weber", "person", aliases=["Jonas"])
+    moved = Fact(statement="Jonas moved to Lisbon in May", kind="event", about=(jonas.key,), evidence=(5,))
+    snapshot = Snapshot(
+        tape=fixture.id,
+        first_entry_id=1,
+        last_entry_id=5,
+        prompt=PromptRef(name="extract", version=14, sha256="0" * 64),
+        model="m",
+        mode="tools",
+        entities=(jonas,),
+        facts=(moved,),
+    )
+    options = QAOptions(
+        ontology=ONTOLOGY,
+        memory={fixture.id: [snapshot]},
+        conditions=("memory", "memory-no-facts"),
+    )
+    report = await run_qa([fixture], options)
+    where = next(item for item in report.items if item.category == "temporal")
+    with_facts, without = where.outcome("memory"), where.outcome("memory-no-facts")
+    assert with_facts is not None and with_facts.contains is True
+    assert without is not None and without.contains is False and without.tokens > 0  # Jonas is still there
+    assert "memory-no-facts" in to_markdown(report)
+
+
+def test_questions_about_long_tapes_are_their_own_row() -> None:
+    import asyncio
+
+    fixtures = load_fixtures(
+        REPO / "evals" / "fixtures", ids=["long-tape-family-year", "temporal-moved-berlin-to-lisbon"]
+    )
+    report = asyncio.run(run_qa(fixtures, QAOptions(ontology=ONTOLOGY, conditions=("bm25",))))
+    by_fixture = {item.fixture: item.long_tape for item in report.items}
+    assert by_fixture == {"long-tape-family-year": True, "temporal-moved-berlin-to-lisbon": False}
+    long_rows = report.recall("bm25", LONG)
+    assert long_rows.n == sum(
+        1 for i in report.items if i.fixture.startswith("long-") and i.category != "unanswerable"
+    )
+
+
+def test_eval_qa_writes_json_markdown_and_a_page_with_a_chart(fixture: Fixture, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from bub_semantic_memory.cli import app
+
+    out = tmp_path / "qa"
+    args = ["eval", "qa", "-f", str(fixture.path.parent), "--condition", "none", "--condition", "bm25"]
+    result = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "qa.html").read_text(encoding="utf-8")
+    assert '<svg class="chart" id="chart-conditions"' in page and "200+ turns" in page
+    assert json.loads((out / "qa.json").read_text(encoding="utf-8"))["conditions"] == ["none", "bm25"]
+    refused = CliRunner().invoke(app, [*args[:4], "--condition", "memory-no-facts"])
+    assert refused.exit_code == 2 and "needs --memory" in refused.output

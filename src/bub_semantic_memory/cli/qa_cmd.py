@@ -30,7 +30,8 @@ def qa(
     conditions: list[str] = typer.Option(
         [],
         "--condition",
-        help="Only this condition (repeatable): none, memory, gold-memory, tape-search, bm25, full.",
+        help="Only this condition (repeatable): none, memory, memory-no-facts (the memory without its "
+        "stated facts; only when asked for), gold-memory, tape-search, bm25, full.",
     ),
     budget: int | None = typer.Option(
         None,
@@ -53,7 +54,9 @@ def qa(
         0, "--distractors", min=0, help="Made-up entities planted in every memory beside the fixture's own."
     ),
     cache_dir: Path = typer.Option(Path("evals/qa-cache"), "--cache-dir", help="Where answers are cached."),
-    out: Path | None = typer.Option(Path("reports/qa"), "--out", "-o", help="Where qa.json and qa.md go."),
+    out: Path | None = typer.Option(
+        Path("reports/qa"), "--out", "-o", help="Where qa.json, qa.md and qa.html go."
+    ),
 ) -> None:
     """Score the context an agent receives for each fixture question, under each condition.
 
@@ -61,18 +64,20 @@ def qa(
     answers, judged by a fixed rule. Answers are cached in --cache-dir.
     """
     from bub_semantic_memory.agent._service import MemoryPolicy
-    from bub_semantic_memory.evals.contexts import CONDITIONS
+    from bub_semantic_memory.evals.contexts import ALL_CONDITIONS, CONDITIONS, MEMORY_WITHOUT_FACTS
     from bub_semantic_memory.evals.qa import QAOptions, memory_from_report, run_qa
     from bub_semantic_memory.evals.qa_report import rows, write_qa_report
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     chosen = tuple(conditions) or tuple(c for c in CONDITIONS if c != "memory" or memory is not None)
-    unknown = [c for c in chosen if c not in CONDITIONS]
+    unknown = [c for c in chosen if c not in ALL_CONDITIONS]
     if unknown:
-        fail(f"unknown condition {', '.join(unknown)}; choose from: {', '.join(CONDITIONS)}", 2)
-    if "memory" in chosen and memory is None:
+        fail(f"unknown condition {', '.join(unknown)}; choose from: {', '.join(ALL_CONDITIONS)}", 2)
+    needs_memory = [c for c in chosen if c in ("memory", MEMORY_WITHOUT_FACTS)]
+    if needs_memory and memory is None:
         fail(
-            "the memory condition needs --memory REPORT.json (an eval report: its predictions are memory)",
+            f"the {needs_memory[0]} condition needs --memory REPORT.json (an eval report: its snapshots or "
+            "predictions are the memory)",
             2,
         )
     selected = opt.load_selected(fixtures, tags, ids)

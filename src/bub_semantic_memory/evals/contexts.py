@@ -7,6 +7,8 @@ Every condition builds the context of one question over one tape, at the same to
 * ``memory``: exactly what the plugin injects for the question at the end of the tape: the
   memory service of the agent layer loads the tape's snapshots from a tape store and renders
   the block for the question, as the plugin's hooks do, with the plugin's policy;
+* ``memory-no-facts``: the same memory with its stated facts left out (only entities and typed
+  relations, what the memory held before facts): opt-in, to measure what facts add;
 * ``gold-memory``: the same, from the gold entities, relations and facts (extraction errors taken out);
 * ``tape-search``: bub's own ``tape.search`` as an agent calls it: one search per content word
   of the question (:func:`search_words`), through bub's tape store query with the tool's default
@@ -35,7 +37,9 @@ from bub_semantic_memory.evals.dataset import Gold, GoldFact, Prediction
 from bub_semantic_memory.tape._transcript import Entry, Transcript, render_transcript
 
 __all__ = [
+    "ALL_CONDITIONS",
     "CONDITIONS",
+    "MEMORY_WITHOUT_FACTS",
     "Context",
     "bm25_context",
     "full_context",
@@ -48,7 +52,11 @@ __all__ = [
 ]
 
 CONDITIONS = ("none", "memory", "gold-memory", "tape-search", "bm25", "full")
-"""The conditions, in report order."""
+"""The conditions a run builds by default, in report order."""
+
+MEMORY_WITHOUT_FACTS = "memory-no-facts"
+ALL_CONDITIONS = ("none", "memory", MEMORY_WITHOUT_FACTS, "gold-memory", "tape-search", "bm25", "full")
+"""Every condition, in report order (``memory-no-facts`` only when asked for)."""
 
 _TOKENIZER = "porter unicode61 remove_diacritics 2"  # English stems, accents folded
 _SEARCH_LIMIT = 20  # bub's tape.search default

@@ -37,7 +37,9 @@ from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.backends._transport import CallLedger, ChatBackend, RetryPolicy, send_with_retries
 from bub_semantic_memory.evals.contexts import (
+    ALL_CONDITIONS,
     CONDITIONS,
+    MEMORY_WITHOUT_FACTS,
     Context,
     bm25_context,
     full_context,
@@ -49,10 +51,10 @@ from bub_semantic_memory.evals.contexts import (
 )
 from bub_semantic_memory.evals.dataset import UNKNOWN, Fixture, Question
 from bub_semantic_memory.evals.distractors import make_memory
-from bub_semantic_memory.evals.qa_report import QAItem, QAOutcome, QAReport
+from bub_semantic_memory.evals.qa_report import LONG_TAPE_TURNS, QAItem, QAOutcome, QAReport
 from bub_semantic_memory.tape._transcript import Entry
 
-__all__ = ["ANSWER_PROMPT", "QAOptions", "contains_answer", "judge", "run_qa"]
+__all__ = ["ANSWER_PROMPT", "QAOptions", "contains_answer", "judge", "message_turns", "run_qa"]
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +128,9 @@ async def _contexts(fixture: Fixture, question: Question, options: QAOptions) ->
         elif condition == "memory":
             snapshots = options.memory.get(fixture.id, ())
             built.append(await _memory(options, "memory", fixture, snapshots, question))
+        elif condition == MEMORY_WITHOUT_FACTS:
+            plain = [s.model_copy(update={"facts": ()}) for s in options.memory.get(fixture.id, ())]
+            built.append(await _memory(options, MEMORY_WITHOUT_FACTS, fixture, plain, question))
         elif condition == "gold-memory":
             last = max((e.id for e in entries), default=1)
             gold, _ = snapshots_of(
@@ -144,7 +149,7 @@ async def _contexts(fixture: Fixture, question: Question, options: QAOptions) ->
         elif condition == "full":
             built.append(full_context(transcript, context_tokens=options.answer_context_tokens))
         else:
-            raise EvalError(f"unknown condition {condition!r}; choose from: {', '.join(CONDITIONS)}")
+            raise EvalError(f"unknown condition {condition!r}; choose from: {', '.join(ALL_CONDITIONS)}")
     return built
 
 
@@ -183,6 +188,11 @@ def _gap_filled(last: int, said: Sequence[Entry]) -> list[Entry]:
         filled.append(entry)
         position = entry.id
     return filled
+
+
+def message_turns(entries: Sequence[Entry]) -> int:
+    """How many messages (user, assistant, named speakers) a tape holds."""
+    return sum(1 for entry in entries if entry.kind == "message")
 
 
 def _names_an_entity(question: Question, fixture: Fixture) -> bool:
@@ -261,6 +271,7 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
     questions = [(fixture, question) for fixture in fixtures for question in fixture.gold.questions]
 
     async def one(fixture: Fixture, question: Question) -> QAItem:
+        long_tape = message_turns(fixture.entries()) >= LONG_TAPE_TURNS
         async with semaphore:
             outcomes = []
             for context in await _contexts(fixture, question, options):
@@ -283,6 +294,7 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
             answers=question.answers,
             category=question.category or "uncategorised",
             names_entity=_names_an_entity(question, fixture),
+            long_tape=long_tape,
             has_memory=fixture.id in options.memory,
             outcomes=outcomes,
         )

@@ -595,7 +595,7 @@ _FAILED = "✗"
 
 
 @functools.cache
-def _environment() -> jinja2.Environment:
+def template_environment() -> jinja2.Environment:
     """The Jinja2 environment of ``templates/`` (loaded from the installed package, wheel included)."""
     environment = jinja2.Environment(
         loader=jinja2.PackageLoader("bub_semantic_memory.evals", "templates"),
@@ -798,7 +798,7 @@ def to_html(report: Report) -> str:
         for (anchor, title), types in zip(_SECTIONS[4:6], (_entity_types, _relation_types), strict=True)
     ]
     return (
-        _environment()
+        template_environment()
         .get_template("report.html.j2")
         .render(
             report=report,
