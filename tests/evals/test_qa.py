@@ -332,3 +332,23 @@ def test_eval_qa_writes_json_markdown_and_a_page_with_a_chart(fixture: Fixture, 
     assert json.loads((out / "qa.json").read_text(encoding="utf-8"))["conditions"] == ["none", "bm25"]
     refused = CliRunner().invoke(app, [*args[:4], "--condition", "memory-no-facts"])
     assert refused.exit_code == 2 and "needs --memory" in refused.output
+
+
+async def test_a_replay_reads_cached_answers_opens_no_model_and_counts_what_is_missing(
+    fixture: Fixture, tmp_path: Path
+) -> None:
+    from bub_semantic_memory.backends._transport import OpenAIBackend
+
+    options = {"ontology": ONTOLOGY, "cache_dir": tmp_path / "cache", "answer_model_name": "m"}
+    conditions = ("none", "bm25")
+    with FakeOpenAIServer(responder=answering) as server:
+        backend = OpenAIBackend(base_url=server.base_url, api_key="k")
+        answered = await run_qa(
+            [fixture], QAOptions(**options, conditions=("bm25",), answer_model=backend)  # type: ignore[arg-type]
+        )
+        await backend.aclose()
+    replayed = await run_qa([fixture], QAOptions(**options, conditions=conditions, replay=True))  # type: ignore[arg-type]
+    assert replayed.accuracy("bm25") == answered.accuracy("bm25") and replayed.accuracy("bm25").n == 2
+    # 'none' was never answered: its two contexts are missing, not scored as wrong
+    assert replayed.accuracy("none").n == 0 and replayed.unanswered() == 2
+    assert "2 context(s) had no cached answer" in to_markdown(replayed)

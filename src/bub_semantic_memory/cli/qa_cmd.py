@@ -54,6 +54,12 @@ def qa(
         0, "--distractors", min=0, help="Made-up entities planted in every memory beside the fixture's own."
     ),
     cache_dir: Path = typer.Option(Path("evals/qa-cache"), "--cache-dir", help="Where answers are cached."),
+    replay: bool = typer.Option(
+        False,
+        "--replay",
+        help="Read --model's answers from --cache-dir only, opening no model (a fresh clone needs no "
+        "model for the committed answers); a context with no cached answer is counted, not scored.",
+    ),
     out: Path | None = typer.Option(
         Path("reports/qa"), "--out", "-o", help="Where qa.json, qa.md and qa.html go."
     ),
@@ -88,9 +94,13 @@ def qa(
     snapshots, source = (
         memory_from_report(memory, run, selected, ontology) if memory is not None else ({}, "")
     )
+    if replay and model is None:
+        fail("--replay needs --model: the model whose cached answers to read", 2)
     backend = None
     context_tokens = None
-    if model is not None:
+    if model is not None and replay:
+        context_tokens = _known_context(model)
+    if model is not None and not replay:
         config = opt.extractor_config(
             model=model, base_url=base_url, api_key=api_key, mode="tools", prompts_dir=None
         )
@@ -106,6 +116,7 @@ def qa(
         answer_model_name=model or "",
         answer_context_tokens=context_tokens,
         cache_dir=cache_dir,
+        replay=replay,
         concurrency=concurrency,
         distractors=distractors,
     )
@@ -132,3 +143,12 @@ def qa(
     if out is not None:
         paths = write_qa_report(report, out)
         stderr.print("Wrote " + ", ".join(str(p) for p in paths.values()), markup=False)
+
+
+def _known_context(model: str) -> int | None:
+    """A packaged local model's context size, known without opening it (None otherwise)."""
+    from bub_semantic_memory.backends._local_models import REGISTRY
+    from bub_semantic_memory.backends._specs import parse_local_spec
+
+    local = parse_local_spec(model)
+    return REGISTRY[local.name].context_tokens if local is not None and local.name else None

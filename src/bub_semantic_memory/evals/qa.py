@@ -99,6 +99,9 @@ class QAOptions:
         answer_model: answers each context when given (a chat backend), with ``answer_model_name``.
         answer_context_tokens: the answering model's context, for ``full`` (None: unlimited).
         cache_dir: where answers are cached (None: no cache).
+        replay: answer from the cache only, opening no model: ``answer_model_name`` names whose
+            cached answers to read, and a context without a cached answer stays unanswered (counted
+            in the report as missing).
         concurrency: questions answered at once.
         distractors: made-up entities planted in every memory beside the fixture's own
             (:func:`~.distractors.make_memory`, more recent than the fixture's facts): a memory
@@ -114,6 +117,7 @@ class QAOptions:
     answer_model_name: str = ""
     answer_context_tokens: int | None = None
     cache_dir: Path | None = None
+    replay: bool = False
     concurrency: int = 1
     distractors: int = 0
 
@@ -242,13 +246,16 @@ class _AnswerCache:
 async def _answer(
     options: QAOptions, cache: _AnswerCache, context: Context, question: Question
 ) -> tuple[str | None, bool]:
-    """The model's answer (None without a model) and whether it came from the cache."""
-    if options.answer_model is None:
+    """The model's answer (None without a model, or not cached in a replay) and whether it came
+    from the cache."""
+    if options.answer_model is None and not options.replay:
         return None, False
     key = cache.key(options.answer_model_name, context.text, question.question)
     cached = cache.get(key)
     if cached is not None:
         return cached, True
+    if options.answer_model is None:
+        return None, False
     user = f"Context:\n{context.text or '(none)'}\n\nQuestion: {question.question}"
     messages = [{"role": "system", "content": ANSWER_PROMPT}, {"role": "user", "content": user}]
     ledger = CallLedger(RetryPolicy(deadline_s=900.0, request_timeout_s=600.0))
@@ -306,7 +313,8 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
         conditions=list(options.conditions),
         memory_source=options.memory_source,
         answer_model=options.answer_model_name or None,
-        answer_prompt=ANSWER_PROMPT if options.answer_model is not None else None,
+        answer_prompt=ANSWER_PROMPT if options.answer_model is not None or options.replay else None,
+        replayed=options.replay,
         judge=(
             "correct when the answer holds the gold or an accepted form as whole words (case, accents and "
             f"punctuation folded) and does not say {UNKNOWN!r}; an unanswerable question is correct when the "

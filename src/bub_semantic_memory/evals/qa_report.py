@@ -74,6 +74,8 @@ class QAReport(BaseModel):
     memory_source: str = ""
     answer_model: str | None = None
     answer_prompt: str | None = None
+    replayed: bool = False
+    """Answers were read from the cache only (no model opened); see :meth:`unanswered`."""
     judge: str = ""
     items: list[QAItem]
 
@@ -97,6 +99,12 @@ class QAReport(BaseModel):
         """Answer accuracy over the answered questions (of ``category``)."""
         scored = [o.correct for o in self._outcomes(condition, category) if o.correct is not None]
         return Rate(hits=sum(scored), n=len(scored))
+
+    def unanswered(self) -> int:
+        """Contexts a replay found no cached answer for (0 when a model answered)."""
+        if not self.replayed:
+            return 0
+        return sum(1 for item in self.items for o in item.outcomes if o.answer is None)
 
     def tokens(self, condition: str) -> float:
         outcomes = self._outcomes(condition, None)
@@ -185,6 +193,15 @@ def _meta(report: QAReport) -> list[tuple[str, str]]:
         ),
         ("Answering model", report.answer_model or "none (context recall only)"),
     ]
+    if report.replayed:
+        missing = report.unanswered()
+        meta.append(
+            (
+                "Answers",
+                "replayed from the answer cache, no model opened"
+                + (f"; {missing} context(s) had no cached answer and are not scored" if missing else ""),
+            )
+        )
     if report.answer_model:
         meta += [
             ("Answer prompt", report.answer_prompt or ""),
