@@ -3,8 +3,7 @@
 Each fact is about gold entities, names entries of its tape as evidence, is stated by those entries the
 way the extractor's validator holds a predicted fact (:func:`~bub_semantic_memory._statements.grounding_problem`),
 and, when dated, gives the date its said words resolve to on the day the entry that says them was
-written (:func:`~bub_semantic_memory.tape._dates.resolve_when`). A gold memory holds every fact apart,
-and the facts that change supersede each other there.
+written (:func:`~bub_semantic_memory.tape._dates.resolve_when`). A gold memory holds every fact apart.
 """
 
 from __future__ import annotations
@@ -132,18 +131,36 @@ def test_every_gold_fact_is_stated_by_its_evidence_about_gold_entities_and_dated
     assert fact_problems(fixture.gold, fixture.facts, Tape.of(fixture.entries())) == []
 
 
-def test_a_fact_that_drifts_from_its_evidence_or_its_date_is_caught() -> None:
+def test_evidence_moved_one_entry_either_way_is_caught_unless_a_tool_entry_restates_the_fact() -> None:
+    shifts = caught = 0
+    for fixture in fixtures_with_facts():
+        assert fixture.facts is not None
+        entries = fixture.entries()
+        tape = Tape.of(entries)
+        tools = {e.id for e in entries if e.kind in ("tool_call", "tool_result")}
+        for fact in fixture.facts:
+            for shift in (-1, 1):
+                moved = fact.model_copy(update={"evidence": [e + shift for e in fact.evidence]})
+                shifts += 1
+                if fact_problems(fixture.gold, [moved], tape):
+                    caught += 1
+                else:  # a tool call that carries out the user's words states them again
+                    assert tools & set(moved.evidence), f"{fixture.id}: {fact.statement!r} shifted by {shift}"
+    assert caught >= 0.95 * shifts, (caught, shifts)
+
+
+def test_a_wrong_date_a_stranger_or_other_words_are_caught() -> None:
     fixture = next(f for f in fixtures_with_facts() if f.id == "long-tape-family-year")
     assert fixture.facts is not None
     tape = Tape.of(fixture.entries())
-    for shift in (-1, 1):
-        for fact in fixture.facts:
-            moved = fact.model_copy(update={"evidence": [e + shift for e in fact.evidence]})
-            assert fact_problems(fixture.gold, [moved], tape), f"{fact.statement!r} shifted by {shift}"
     dated = next(f for f in fixture.facts if f.said_when == "today")
     assert fact_problems(fixture.gold, [dated.model_copy(update={"when": "2026-02-09"})], tape) == [
         f"{fixture.id}: {dated.statement!r}: 'today' said on {tape.lines[dated.evidence[0]].date} is "
         f"{dated.when}, not 2026-02-09"
+    ]
+    unsaid = dated.model_copy(update={"said_when": "yesterday"})
+    assert fact_problems(fixture.gold, [unsaid], tape) == [
+        f"{fixture.id}: {dated.statement!r}: no evidence entry says 'yesterday'"
     ]
     stranger = dated.model_copy(update={"about": ["Pilar Ocampo", "Dr. Nobody"]})
     assert fact_problems(fixture.gold, [stranger], tape) == [
@@ -153,10 +170,15 @@ def test_a_fact_that_drifts_from_its_evidence_or_its_date_is_caught() -> None:
     assert fact_problems(fixture.gold, [other_words], tape) == [
         f"{fixture.id}: 'Maren climbed Galdhøpiggen with Pilar': it is not what its evidence lines say"
     ]
+    echo = dated.model_copy(update={"evidence": [dated.evidence[0] + 1]})  # the assistant's reply
+    assert (
+        f"{fixture.id}: {dated.statement!r}: evidence {echo.evidence} holds only the assistant's words"
+        in (fact_problems(fixture.gold, [echo], tape))
+    )
 
 
 @pytest.mark.parametrize("fixture", fixtures_with_facts(), ids=lambda f: f.id)
-def test_the_gold_memory_holds_every_fact_apart_with_one_current_fact_per_topic(fixture: Fixture) -> None:
+def test_the_gold_memory_holds_every_fact_apart(fixture: Fixture) -> None:
     assert fixture.facts is not None
     ontology = PromptLibrary().load("extract").ontology
     last = max(e.id for e in fixture.entries())
@@ -165,12 +187,8 @@ def test_the_gold_memory_holds_every_fact_apart_with_one_current_fact_per_topic(
     )
     assert [reason for reason in dropped if reason.startswith("fact ")] == []
     folded = MemoryGraph.fold(snapshots, ontology, tape=fixture.id).facts()
-    assert sorted(f.statement for f in folded) == sorted(f.statement for f in fixture.facts)  # none merged
-    current: dict[tuple[str, str], list[str]] = {}
-    for fact in folded:
-        if fact.kind in SUPERSEDING_KINDS and fact.valid_until is None:
-            current.setdefault((fact.about[0], fact.topic), []).append(fact.statement)
-    assert all(len(statements) == 1 for statements in current.values()), current
+    # None folded into another as the same thing said twice (one kind, one subject, most words shared).
+    assert sorted(f.statement for f in folded) == sorted(f.statement for f in fixture.facts)
 
 
 def test_at_least_twenty_fixtures_have_facts_of_every_kind_dated_and_changing() -> None:
