@@ -5,8 +5,9 @@ The tape is a weeks-long chat between a user and her assistant: mostly fact-free
 filler (arithmetic, unit conversions, word help, timers, chit-chat) with about twenty
 facts scattered across it, including a correction, a move to a new city, a task
 reassignment and one calendar tool call. Deterministic: the filler comes from a
-seeded ``random.Random``, so rerunning gives byte-identical output. Questions name their
-evidence as (fact block, turn within the block) and are written out as ``evidence_turns``.
+seeded ``random.Random``, so rerunning gives byte-identical output. Questions and gold facts
+name their evidence as (fact block, turn within the block) and are written out as
+``evidence_turns``.
 
 Usage: python3 evals/sources/make_long.py [--out DIR]
 """
@@ -336,6 +337,88 @@ QUESTIONS: list[tuple[str, str, str, list[tuple[int, int]], list[str]]] = [
     ("What does Sami do for a living?", "unknown", "unanswerable", [], []),
 ]
 
+# Gold facts: what was said that no relation holds. Each is (statement, kind, about, evidence as (FACTS
+# index, turn in the block), topic, when, said_when); a dated one gives the words it is dated by, which
+# resolve to ``when`` on the day they were said (the tape has no dates: its entries start 2026-01-05).
+FACT_GOLD: list[tuple[str, str, list[str], list[tuple[int, int]], str, str | None, str | None]] = [
+    ("Tidepool Robotics builds small robot arms for labs", "state", ["Tidepool Robotics"], [(1, 0)], "business", None, None),
+    (
+        "Noor's commute to Tidepool is short: she lives in Oakland with her husband Sami",
+        "state",
+        ["Noor Haddad", "Tidepool Robotics", "Sami", "Oakland"],
+        [(4, 0)],
+        "commute",
+        None,
+        None,
+    ),
+    (
+        "The motor driver bring-up is Noor's big Otter Arm task this quarter, due April 18",
+        "plan",
+        ["motor driver bring-up", "Noor Haddad", "Otter Arm"],
+        [(5, 0)],
+        "deadline",
+        "2026-04-18",
+        "April 18",
+    ),
+    (
+        "The whole team is going to the Robotics Expo on May 12",
+        "plan",
+        ["Robotics Expo", "Hyun-woo Park"],
+        [(7, 0)],
+        "expo",
+        "2026-05-12",
+        "May 12",
+    ),
+    (
+        "Woo and Noor are presenting the Otter Arm demo at the expo",
+        "plan",
+        ["Hyun-woo Park", "Noor Haddad", "Otter Arm", "Robotics Expo"],
+        [(9, 0)],
+        "expo demo",
+        None,
+        None,
+    ),
+    ("Yasmin is getting married in August", "plan", ["Yasmin", "Yasmin's wedding"], [(10, 0)], "wedding", "2026-08", "in August"),
+    (
+        "Sami and Noor are flying to Amman for Yasmin's wedding",
+        "plan",
+        ["Sami", "Noor Haddad", "Amman", "Yasmin's wedding"],
+        [(11, 0)],
+        "travel",
+        None,
+        None,
+    ),
+    (
+        "The Robotics Expo calendar event on 2026-05-12 in San Jose lists Noor Haddad, Hyun-woo Park and Dev "
+        "Malhotra as attendees",
+        "plan",
+        ["Robotics Expo", "San Jose", "Noor Haddad", "Hyun-woo Park", "Dev Malhotra"],
+        [(12, 1), (12, 2)],
+        "attendees",
+        "2026-05-12",
+        "2026-05-12",
+    ),
+    (
+        "Dev got pulled onto another project, so the calibration script is now Ana Sousa's",
+        "event",
+        ["Dev Malhotra", "calibration script", "Ana Sousa"],
+        [(13, 0)],
+        "",
+        None,
+        None,
+    ),
+    ("Sami and Noor finally moved to Berkeley", "event", ["Sami", "Noor Haddad", "Berkeley"], [(14, 0)], "", None, None),
+    (
+        "Ana says the calibration script will be done by April 10, so the bring-up is still on track",
+        "plan",
+        ["calibration script", "Ana Sousa", "motor driver bring-up"],
+        [(15, 0)],
+        "deadline",
+        "2026-04-10",
+        "April 10",
+    ),
+]
+
 
 def build() -> dict:
     rng = random.Random(SEED)
@@ -378,7 +461,11 @@ def build() -> dict:
             "technology",
         ],
         "turns": turns,
-        "gold": {**GOLD, "questions": [_question(q, starts) for q in QUESTIONS]},
+        "gold": {
+            **GOLD,
+            "questions": [_question(q, starts) for q in QUESTIONS],
+            "facts": [_fact(f, starts) for f in FACT_GOLD],
+        },
     }
 
 
@@ -393,6 +480,24 @@ def _question(spec: tuple[str, str, str, list[tuple[int, int]], list[str]], star
             raise ValueError(f"{question!r}: fact block {block} has no turn {turn}")
     if evidence:
         out["evidence_turns"] = [starts[block] + turn for block, turn in evidence]
+    return out
+
+
+def _fact(
+    spec: tuple[str, str, list[str], list[tuple[int, int]], str, str | None, str | None], starts: list[int]
+) -> dict:
+    statement, kind, about, evidence, topic, when, said_when = spec
+    out: dict = {"statement": statement, "kind": kind, "about": about}
+    if topic:
+        out["topic"] = topic
+    if when is not None:
+        out["when"] = when
+    if said_when is not None:
+        out["said_when"] = said_when
+    for block, turn in evidence:
+        if not 0 <= turn < len(FACTS[block]):
+            raise ValueError(f"{statement!r}: fact block {block} has no turn {turn}")
+    out["evidence_turns"] = [starts[block] + turn for block, turn in evidence]
     return out
 
 

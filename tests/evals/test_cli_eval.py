@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.report import load_report
+from bub_semantic_memory.evals.scoring import PRF
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
@@ -52,6 +53,43 @@ def test_score_of_gold_against_itself_is_perfect(tmp_path: Path) -> None:
     for group in ("entities", "entities_untyped", "relations"):
         assert (data[group]["precision"], data[group]["recall"], data[group]["f1"]) == (1.0, 1.0, 1.0)
     assert len(data["fixtures"]) == len(fixtures) >= 30
+
+
+def test_score_shows_the_fact_score_of_the_fixtures_with_gold_facts(tmp_path: Path) -> None:
+    fixtures = [f for f in load_fixtures(FIXTURES) if f.facts]
+    kept, dropped = fixtures[0], fixtures[1]
+    assert kept.facts is not None and dropped.facts is not None
+    predictions = tmp_path / "facts.jsonl"
+    predictions.write_text(
+        json.dumps(
+            {
+                "fixture": kept.id,
+                "entities": [e.model_dump() for e in kept.gold.entities],
+                "facts": [f.model_dump() for f in kept.facts],
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    ids = ["--fixture", kept.id, "--fixture", dropped.id]
+    args = ["eval", "score", "--fixtures", str(FIXTURES), "--predictions", str(predictions), *ids]
+    table = runner.invoke(app, args)
+    assert table.exit_code == 0, table.output
+    gold = len(kept.facts) + len(dropped.facts)
+    rows = [[c.strip() for c in line.strip().strip("│").split("│")] for line in table.stdout.splitlines()]
+    assert next(row for row in rows if row[0] == "facts") == [
+        "facts",
+        "1.000",
+        f"{len(kept.facts) / gold:.3f}",
+        f"{2 * len(kept.facts) / (len(kept.facts) + gold):.3f}",
+        str(len(kept.facts)),
+        str(len(kept.facts)),
+        str(gold),
+    ]
+    data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert (data["facts"]["tp"], data["facts"]["gold"]) == (len(kept.facts), gold)
+    dated = sum(1 for f in kept.facts if f.when)
+    assert (data["fact_dates"]["tp"], data["fact_dates"]["gold"]) == (dated, dated)
 
 
 def test_score_names_a_malformed_predictions_line(tmp_path: Path) -> None:
@@ -105,6 +143,13 @@ def test_eval_run_writes_reports_and_a_rerun_is_cached(tmp_path: Path) -> None:
         0
     ].metrics.requests_made == 0
     assert "Entity F1" in first.stdout and "extract@2" in first.stdout
+    # The quick fixtures with gold facts are scored for facts; these prompt versions state none.
+    quick_facts = sum(len(f.facts or ()) for f in QUICK)
+    assert quick_facts > 0
+    assert [run.metrics.facts for run in report.runs] == [PRF(tp=0, predicted=0, gold=quick_facts)] * 2
+    assert "Fact F1" in first.stdout
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    assert "| Fact R | 0.000 |" in markdown and "- Missed facts:" in markdown
 
 
 @pytest.mark.parametrize("reasks", [0, 3])

@@ -473,6 +473,106 @@ def test_bad_evidence_turns_skip_the_conversation_with_a_reason(
     assert skipped.where == f"{source}:2" and message in skipped.reason
 
 
+def test_gold_facts_become_a_facts_file_with_the_ids_of_their_evidence_entries(tmp_path: Path) -> None:
+    facts = [
+        {
+            "statement": "Dana Whitfield owns Orion",
+            "kind": "state",
+            "about": ["Dana", "Orion"],
+            "topic": "owner",
+            "evidence_turns": [3, 4],  # the second tool result (its round's one entry) and the answer
+        },
+        {
+            "statement": "Priya thanked the bot today",
+            "kind": "event",
+            "about": ["Priya"],
+            "when": "2026-01-05",
+            "said_when": "today",
+            "evidence_turns": [5],
+        },
+    ]
+    conversation = {**TOOLS, "gold": {**TOOLS["gold"], "facts": facts}}
+    out = tmp_path / "fixtures"
+    report = import_conversations(write_source(tmp_path / "src.jsonl", conversation, MINIMAL), out)
+    written = json.loads((out / "tools" / "facts.json").read_text(encoding="utf-8"))
+    assert written == {
+        "facts": [
+            {
+                "statement": "Dana Whitfield owns Orion",
+                "kind": "state",
+                "about": ["Dana", "Orion"],
+                "topic": "owner",
+                "evidence": [7, 8],
+            },
+            {
+                "statement": "Priya thanked the bot today",
+                "kind": "event",
+                "about": ["Priya"],
+                "when": "2026-01-05",
+                "said_when": "today",
+                "evidence": [12],
+            },
+        ]
+    }
+    gold = (out / "tools" / "gold.json").read_text(encoding="utf-8")
+    assert "facts" not in json.loads(gold) and "Priya thanked" not in gold
+    assert not (out / "minimal" / "facts.json").exists()  # no facts, no file: its facts are not scored
+    # Priya is no gold entity: the fact is kept and the problem reported.
+    assert report.issues["tools"].dangling_fact_entities == ["Priya"]
+    assert "tools: fact 'Priya thanked the bot today' is about 'Priya': no gold entity" in report.warnings
+    [_, tools] = load_fixtures(out)  # in id order
+    assert tools.facts is not None and [f.evidence for f in tools.facts] == [[7, 8], [12]]
+
+
+def test_a_conversation_that_loses_its_facts_loses_its_facts_file(tmp_path: Path) -> None:
+    fact = {
+        "statement": "Maya Lin works at Globex",
+        "kind": "state",
+        "about": ["Maya Lin"],
+        "evidence_turns": [0],
+    }
+    out = tmp_path / "fixtures"
+    import_conversations(
+        write_source(tmp_path / "a.jsonl", {**MINIMAL, "gold": {**MINIMAL["gold"], "facts": [fact]}}), out
+    )
+    assert (out / "minimal" / "facts.json").is_file()
+    import_conversations(write_source(tmp_path / "b.jsonl", MINIMAL), out)
+    assert not (out / "minimal" / "facts.json").exists()  # a stale file would be scored against the new tape
+    assert load_fixtures(out)[0].facts is None
+
+
+@pytest.mark.parametrize(
+    ("fact", "message"),
+    [
+        (
+            {"statement": "Dana owns Orion", "kind": "state", "about": ["Dana"], "evidence_turns": [9]},
+            "fact 'Dana owns Orion': evidence turn 9 is not a turn (the conversation has turns 0-6)",
+        ),
+        (
+            {"statement": "Dana owns Orion", "kind": "state", "about": ["Dana"], "evidence": [8]},
+            "give evidence_turns (0-based turn indices): entry ids are assigned by the importer",
+        ),
+        (
+            {"statement": "Dana owns Orion", "kind": "state", "about": ["Dana"]},
+            "a fact names the turns that state it in evidence_turns",
+        ),
+        (
+            {"statement": "Dana owns Orion", "kind": "rumour", "about": ["Dana"], "evidence_turns": [4]},
+            "kind",
+        ),
+    ],
+)
+def test_a_fact_without_turns_of_its_conversation_skips_the_conversation(
+    tmp_path: Path, fact: dict[str, Any], message: str
+) -> None:
+    conversation = {**TOOLS, "gold": {**TOOLS["gold"], "facts": [fact]}}
+    source = write_source(tmp_path / "src.jsonl", MINIMAL, conversation)
+    report = import_conversations(source, tmp_path / "out")
+    assert report.fixtures == ["minimal"]
+    [skipped] = report.skipped
+    assert skipped.where == f"{source}:2" and message in skipped.reason
+
+
 def test_a_dated_user_turn_starts_a_session_and_later_entries_follow_it(tmp_path: Path) -> None:
     conversation: dict[str, Any] = {
         "id": "sessions",

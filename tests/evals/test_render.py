@@ -305,6 +305,44 @@ def test_markdown_per_fixture_bullets_and_errors() -> None:
     assert "#### `beta`" not in candidate
 
 
+def with_facts(report: Report) -> Report:
+    """``report`` with gold facts on its fixture ``alpha``: the baseline states one of two, dated wrong."""
+    baseline, candidate = report.runs
+    alpha = baseline.fixtures[0].model_copy(
+        update={
+            "facts": PRF(tp=1, predicted=2, gold=2),
+            "fact_dates": PRF(tp=0, predicted=1, gold=1),
+            "missed_facts": ["Bob moved to Lisbon last month"],
+            "spurious_facts": ["Bob likes Lisbon"],
+        }
+    )
+    scored = baseline.model_copy(
+        update={
+            "fixtures": [alpha, *baseline.fixtures[1:]],
+            "metrics": baseline.metrics.model_copy(
+                update={"facts": PRF(tp=1, predicted=2, gold=2), "fact_dates": PRF(tp=0, predicted=1, gold=1)}
+            ),
+        }
+    )
+    return report.model_copy(update={"runs": [scored, candidate]})
+
+
+def test_fact_scores_show_only_where_gold_facts_were_scored() -> None:
+    assert "Fact" not in to_markdown(make_report())  # no run scored facts: no rows, no noise
+    md = to_markdown(with_facts(make_report()))
+    assert "| Fact P | 0.500 | – | – |" in md  # the candidate run scored none: undefined, no delta
+    assert "| Fact F1 | 0.500 | – | – |" in md
+    assert "| Fact dates right (R) | 0.000 | – | – |" in md
+    baseline, _ = md.split("### extract@2 (gpt-test)")
+    assert "; facts P 0.500 · R 0.500 · F1 0.500, 0/1 dated right (from cache)" in baseline
+    assert (
+        "- Missed facts:\n  - `Bob moved to Lisbon last month`\n- Spurious facts:\n  - `Bob likes Lisbon`"
+        in baseline
+    )
+    page = to_html(with_facts(make_report()))
+    assert "fact F1 0.500" in page and "<code>Bob moved to Lisbon last month</code>" in page
+
+
 def test_markdown_escapes_untrusted_text() -> None:
     md = to_markdown(make_report(second_fixture=INJECTION))
     assert INJECTION not in md.replace(f"`{INJECTION}`", "")  # only ever inside code spans

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from long_scenarios.kit import (
     AGGREGATION,
+    EVENT,
     MULTI,
+    PLAN,
     PREFERENCE,
     SINGLE,
+    STATE,
     TEMPORAL,
     Scenario,
     ask,
@@ -21,6 +24,7 @@ from long_scenarios.kit import (
     block,
     call,
     entity,
+    fact,
     relation,
     result,
     session,
@@ -395,6 +399,160 @@ QUESTIONS = (
     unknown("Where is Cindergate Analytics headquartered?"),
 )
 
+# What people said that no relation holds: how each contact likes to be reached, a deal's stage and
+# amount as they change, plans that move (the trade show, the demo), dated events. A fact about Bea
+# ("I ...") also cites the intro, where she gives her name.
+FACTS = (
+    fact(
+        "Bea owns all three accounts: Northgate Foods, Northgate Freight and Norgate Pharma",
+        STATE,
+        ("Beatrix Holloway", "Northgate Foods", "Northgate Freight", "Norgate Pharma"),
+        "intro",
+        "accounts",
+        topic="accounts",
+    ),
+    fact(
+        "The Northgate Foods renewal is in Discovery",
+        STATE,
+        RENEWAL,
+        "crm-foods@2",
+        topic="stage",
+    ),
+    fact(
+        "The Northgate Foods renewal amount is 48000",
+        STATE,
+        RENEWAL,
+        "crm-foods@2",
+        topic="amount",
+    ),
+    fact(
+        "Paul hates email: always call him instead",
+        PREFERENCE,
+        "Paul Ambrose",
+        "paul-pref",
+        topic="contact",
+    ),
+    fact(
+        "Oskar wants every quote in writing and won't discuss numbers on a call",
+        PREFERENCE,
+        "Oskar Lind",
+        "oskar-pref",
+        topic="quotes",
+    ),
+    fact(
+        "The Northgate Foods renewal moved to Proposal",
+        STATE,
+        RENEWAL,
+        "stage-proposal",
+        topic="stage",
+    ),
+    fact(
+        "Helen wants the team at a trade show this summer, probably FreshTech Expo",
+        PLAN,
+        ("FreshTech Expo", "Helen Strand"),
+        "expo-plan",
+        topic="trade show",
+    ),
+    fact(
+        "Paul called: Northgate Foods wants more seats, so the renewal is now 52,000",
+        STATE,
+        (RENEWAL, "Paul Ambrose", "Northgate Foods"),
+        "amount",
+        topic="amount",
+    ),
+    fact(
+        "Lucy prefers video calls to phone calls, the opposite of Paul",
+        PREFERENCE,
+        ("Lucy Tran", "Paul Ambrose"),
+        "lucy-pref",
+        topic="contact",
+    ),
+    fact(
+        "FreshTech Expo is confirmed for June 3 to 5 in Las Vegas, and Bea and Tariq Bello are going",
+        PLAN,
+        ("FreshTech Expo", "Las Vegas", "Beatrix Holloway", "Tariq Bello"),
+        "expo-booked",
+        topic="trade show",
+        when="2026-06-03",
+        said="June 3",
+    ),
+    fact(
+        "The renewal is in Negotiation, with Paula reviewing the redlines",
+        STATE,
+        (RENEWAL, "Paula Ambrosi"),
+        "stage-negotiation",
+        topic="stage",
+    ),
+    fact(
+        "Paul wants to bring Cindergate into Norgate Pharma too",
+        PLAN,
+        ("Paul Ambrose", "Norgate Pharma", "Cindergate Analytics"),
+        "norgate-opportunity",
+        topic="norgate pharma",
+    ),
+    fact(
+        "Dr. Wren Adair has to sign off on any software at Norgate Pharma",
+        STATE,
+        ("Wren Adair", "Norgate Pharma"),
+        "wren",
+        topic="sign off",
+    ),
+    fact(
+        "Helen is rebalancing territories: the Northgate Freight account goes to Tariq from today, pilot included",
+        EVENT,
+        ("Northgate Freight", "Tariq Bello", "Helen Strand"),
+        "handoff",
+        when="2026-05-06",
+        said="today",
+    ),
+    fact(
+        "The Norgate Pharma demo date is 2026-05-14, start 15:00, at the Raleigh office",
+        PLAN,
+        ("Norgate Pharma demo", "Raleigh office"),
+        "demo@1",
+        topic="date",
+        when="2026-05-14",
+        said="2026-05-14",
+    ),
+    fact(
+        "Bea still owns two accounts: Northgate Foods and Norgate Pharma",
+        STATE,
+        ("Beatrix Holloway", "Northgate Foods", "Norgate Pharma"),
+        "still-own",
+        "still-own@1",
+        topic="accounts",
+    ),
+    fact(
+        "The Northgate Foods renewal is Closed Won at 52,000",
+        STATE,
+        RENEWAL,
+        "won",
+        topic="stage",
+    ),
+    fact(
+        "Wren asked to move the Norgate demo to May 21, same time",
+        PLAN,
+        ("Norgate Pharma demo", "Wren Adair"),
+        "demo-moved",
+        topic="date",
+        when="2026-05-21",
+        said="May 21",
+    ),
+    fact(
+        "Paula finished reviewing the Norgate contract draft: no issues",
+        EVENT,
+        ("Paula Ambrosi", "Norgate Pharma"),
+        "contract-reviewed",
+    ),
+    fact(
+        "Tariq is printing the booth banners for the expo",
+        PLAN,
+        ("Tariq Bello", "FreshTech Expo"),
+        "expo-prep",
+        topic="booth banners",
+    ),
+)
+
 SCENARIO = Scenario(
     id="long-tape-account-desk",
     description="A 200+ turn account executive's log over eight dated weeks: look-alike company and contact "
@@ -416,4 +574,5 @@ SCENARIO = Scenario(
     entities=ENTITIES,
     relations=RELATIONS,
     questions=QUESTIONS,
+    facts=FACTS,
 )

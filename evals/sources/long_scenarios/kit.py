@@ -1,10 +1,11 @@
-"""Building blocks of a long scenario: turns, fact blocks, dated sessions, gold and questions.
+"""Building blocks of a long scenario: turns, fact blocks, dated sessions, gold, questions and facts.
 
 A scenario is a list of dated sessions; each session is a list of fact blocks (a few turns that
 state facts, under a key). Fact-free filler exchanges are spread between the blocks, drawn from a
-seeded ``random.Random``, so a scenario always builds to the same turns. A question names its
-evidence as block keys (``"move"``: the block's first turn; ``"move@2"``: its third turn), and the
-build turns those into ``evidence_turns``, the 0-based turn indices the importer maps to entry ids.
+seeded ``random.Random``, so a scenario always builds to the same turns. A question, and a gold
+fact, names its evidence as block keys (``"move"``: the block's first turn; ``"move@2"``: its third
+turn), and the build turns those into ``evidence_turns``, the 0-based turn indices the importer
+maps to entry ids.
 """
 
 from __future__ import annotations
@@ -95,6 +96,38 @@ def unknown(question: str) -> Question:
     return Question(question, "unknown", "unanswerable")
 
 
+# Fact kinds; a preference fact's kind is PREFERENCE, the same word as the question category.
+EVENT, STATE, PLAN, OPINION = "event", "state", "plan", "opinion"
+
+
+@dataclass(frozen=True)
+class Fact:
+    statement: str
+    kind: str
+    about: tuple[str, ...]
+    evidence: tuple[str, ...]
+    topic: str = ""
+    when: str | None = None
+    said_when: str | None = None
+
+
+def fact(
+    statement: str,
+    kind: str,
+    about: str | tuple[str, ...],
+    *evidence: str,
+    topic: str = "",
+    when: str | None = None,
+    said: str | None = None,
+) -> Fact:
+    """A gold fact: what it says, its kind, the gold entities it is about, its evidence by block key.
+
+    ``when`` is the resolved date; ``said`` the relative time the turn says ("last spring"), which
+    must resolve to ``when`` on the date of the first evidence turn (a test holds it to that).
+    """
+    return Fact(statement, kind, (about,) if isinstance(about, str) else about, evidence, topic, when, said)
+
+
 @dataclass(frozen=True)
 class Scenario:
     id: str
@@ -106,6 +139,7 @@ class Scenario:
     relations: tuple[dict[str, str], ...]
     questions: tuple[Question, ...]
     filler: Filler = field(default=desk_filler)
+    facts: tuple[Fact, ...] = ()
 
 
 def build(scenario: Scenario) -> dict[str, Any]:
@@ -136,16 +170,19 @@ def build(scenario: Scenario) -> dict[str, Any]:
     turns.append(user("That's all for now, thanks!"))
     turns.append(assistant("Anytime. Talk soon!"))
     lengths = {b.key: len(b.turns) for b in blocks}
+    gold: dict[str, Any] = {
+        "entities": list(scenario.entities),
+        "relations": list(scenario.relations),
+        "questions": [_question(q, starts, lengths, scenario.id) for q in scenario.questions],
+    }
+    if scenario.facts:
+        gold["facts"] = [_fact(f, starts, lengths, scenario.id) for f in scenario.facts]
     return {
         "id": scenario.id,
         "description": scenario.description,
         "tags": list(scenario.tags),
         "turns": turns,
-        "gold": {
-            "entities": list(scenario.entities),
-            "relations": list(scenario.relations),
-            "questions": [_question(q, starts, lengths, scenario.id) for q in scenario.questions],
-        },
+        "gold": gold,
     }
 
 
@@ -154,16 +191,36 @@ def _question(q: Question, starts: dict[str, int], lengths: dict[str, int], wher
     if q.accepted:
         out["accepted"] = list(q.accepted)
     out["category"] = q.category
-    turns: list[int] = []
-    for ref in q.evidence:
-        key, _, offset = ref.partition("@")
-        step = int(offset or 0)
-        if key not in starts or not 0 <= step < lengths[key]:
-            raise ValueError(f"{where}: question {q.question!r}: no turn {ref!r}")
-        turns.append(starts[key] + step)
+    turns = _turns(q.evidence, starts, lengths, f"{where}: question {q.question!r}")
     if turns:
         out["evidence_turns"] = turns
     return out
+
+
+def _fact(f: Fact, starts: dict[str, int], lengths: dict[str, int], where: str) -> dict[str, Any]:
+    if not f.evidence:
+        raise ValueError(f"{where}: fact {f.statement!r} names no evidence block")
+    out: dict[str, Any] = {"statement": f.statement, "kind": f.kind, "about": list(f.about)}
+    if f.topic:
+        out["topic"] = f.topic
+    if f.when is not None:
+        out["when"] = f.when
+    if f.said_when is not None:
+        out["said_when"] = f.said_when
+    out["evidence_turns"] = _turns(f.evidence, starts, lengths, f"{where}: fact {f.statement!r}")
+    return out
+
+
+def _turns(refs: tuple[str, ...], starts: dict[str, int], lengths: dict[str, int], where: str) -> list[int]:
+    """Block references (``"move"``, ``"move@2"``) as 0-based turn indices."""
+    turns: list[int] = []
+    for ref in refs:
+        key, _, offset = ref.partition("@")
+        step = int(offset or 0)
+        if key not in starts or not 0 <= step < lengths[key]:
+            raise ValueError(f"{where}: no turn {ref!r}")
+        turns.append(starts[key] + step)
+    return turns
 
 
 # Fact-free everyday exchanges for the personal scenarios (no names, places or dates).

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 from long_scenarios.kit import (
     AGGREGATION,
+    EVENT,
     MULTI,
+    OPINION,
+    PLAN,
     PREFERENCE,
     SINGLE,
+    STATE,
     TEMPORAL,
     Scenario,
     ask,
@@ -20,6 +24,7 @@ from long_scenarios.kit import (
     block,
     call,
     entity,
+    fact,
     relation,
     result,
     session,
@@ -413,6 +418,135 @@ QUESTIONS = (
     unknown("Which city does Ravi Menon live in?"),
 )
 
+# What people said that no relation holds: how the lead and her new manager like to work, a ship date and
+# a review that move, the open blockers as they change, dated events. A fact about Ingrid ("I ...") also
+# cites the intro, where she gives her name.
+FACTS = (
+    fact(
+        "Heron 3.0 is scheduled to ship on April 14",
+        PLAN,
+        "Heron 3.0",
+        "release",
+        topic="ship date",
+        when="2026-04-14",
+        said="April 14",
+    ),
+    fact(
+        "Ingrid keeps her mornings meeting-free and wants afternoon slots when she asks to schedule things",
+        PREFERENCE,
+        "Ingrid Solberg",
+        "intro",
+        "mornings",
+        topic="meetings",
+    ),
+    fact(
+        "Samir Odeh is a backend engineer on Heron and has been with the company about a year",
+        STATE,
+        ("Samir Odeh", "Heron"),
+        "samir",
+        topic="tenure",
+    ),
+    fact(
+        "Heron 3.0 needs a launch review with the leadership team in March",
+        PLAN,
+        ("Heron 3.0", "Heron 3.0 launch review"),
+        "review-plan",
+        topic="launch review",
+        when="2026-03",
+        said="in March",
+    ),
+    fact(
+        "Ingrid reassigned HRN-214 to Samir Odeh because Dana Kim is swamped",
+        EVENT,
+        ("HRN-214", "Samir Odeh", "Dana Kim"),
+        "reassign-samir",
+    ),
+    fact(
+        "Viktor doesn't want slide decks: he wants status updates as a one-page written memo",
+        PREFERENCE,
+        "Viktor Aalto",
+        "memo-pref",
+        topic="status updates",
+    ),
+    fact(
+        "Marketing renamed Heron Mobile to Egret because people kept confusing it with Heron",
+        EVENT,
+        ("Egret", "Heron"),
+        "rename",
+    ),
+    fact(
+        "The Heron 3.0 launch review is set for March 19",
+        PLAN,
+        ("Heron 3.0", "Heron 3.0 launch review"),
+        "review-date",
+        topic="launch review",
+        when="2026-03-19",
+        said="March 19",
+    ),
+    fact(
+        "Samir Odeh resigned and is joining Quarry Labs, a competitor, at the end of the week",
+        EVENT,
+        ("Samir Odeh", "Quarry Labs"),
+        "samir-leaves",
+    ),
+    fact(
+        "Heron 3.0 has four open blockers: HRN-220, HRN-231, HRN-236 and HRN-240",
+        STATE,
+        ("Heron 3.0", "HRN-220", "HRN-231", "HRN-236", "HRN-240"),
+        "blocker-4",
+        "blocker-4@1",
+        topic="blockers",
+    ),
+    fact(
+        "HRN-231 is fixed, so three blockers remain for Heron 3.0: HRN-220, HRN-236 and HRN-240",
+        STATE,
+        ("Heron 3.0", "HRN-231", "HRN-220", "HRN-236", "HRN-240"),
+        "blocker-fixed",
+        "blocker-fixed@1",
+        topic="blockers",
+    ),
+    fact(
+        "The Heron 3.0 launch review is on 2026-03-19, start 14:00, in Room Juniper",
+        PLAN,
+        ("Heron 3.0 launch review", "Room Juniper"),
+        "calendar@2",
+        topic="schedule",
+        when="2026-03-19",
+        said="2026-03-19",
+    ),
+    fact(
+        "Egret is moving off Flutter: its next version will be built with Kotlin Multiplatform",
+        PLAN,
+        ("Egret", "Flutter", "Kotlin Multiplatform"),
+        "egret-tech",
+        topic="tech stack",
+    ),
+    fact(
+        "Heron 3.0 slips two weeks: the new ship date is April 28",
+        PLAN,
+        "Heron 3.0",
+        "slip",
+        topic="ship date",
+        when="2026-04-28",
+        said="April 28",
+    ),
+    fact("Dana Kimura was promoted to design lead for Egret", EVENT, ("Dana Kimura", "Egret"), "kimura-lead"),
+    fact(
+        "Herald had a short outage last night; Dana Kim's team traced it to consumer lag on Kafka",
+        EVENT,
+        ("Herald", "Dana Kim", "Kafka"),
+        "herald-outage",
+        when="2026-03-22",
+        said="last night",
+    ),
+    fact(
+        "Samir is settling in well at Quarry Labs",
+        OPINION,
+        ("Samir Odeh", "Quarry Labs"),
+        "samir-meetup",
+    ),
+)
+
 SCENARIO = Scenario(
     id="long-tape-product-reorg",
     description="A 200+ turn work log over eight dated weeks: look-alike project and people names, a ticket "
@@ -436,4 +570,5 @@ SCENARIO = Scenario(
     entities=ENTITIES,
     relations=RELATIONS,
     questions=QUESTIONS,
+    facts=FACTS,
 )

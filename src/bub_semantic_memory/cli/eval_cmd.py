@@ -178,7 +178,7 @@ def score(
     from bub_semantic_memory.evals.dataset import load_predictions
     from bub_semantic_memory.evals.labels import scoring_config
     from bub_semantic_memory.evals.render import UNDEFINED
-    from bub_semantic_memory.evals.scoring import score_dataset
+    from bub_semantic_memory.evals.scoring import PRF, score_dataset
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     selected = opt.load_selected(fixtures, tags, ids)
@@ -201,11 +201,16 @@ def score(
     table = Table(title=f"{len(selected)} fixtures")
     for column in ("", "precision", "recall", "F1", "tp", "predicted", "gold"):
         table.add_column(column, justify="right" if column else "left")
-    for label, prf in (
+    scored: list[tuple[str, PRF]] = [
         ("entities", result.entities),
         ("entities (untyped)", result.entities_untyped),
         ("relations", result.relations),
-    ):
+    ]
+    if result.facts is not None:  # only where fixtures have gold facts
+        scored.append(("facts", result.facts))
+    if result.fact_dates is not None and result.fact_dates.gold:
+        scored.append(("fact dates", result.fact_dates))
+    for label, prf in scored:
         table.add_row(
             label,
             *(

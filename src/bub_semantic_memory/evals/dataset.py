@@ -8,9 +8,10 @@ find in it::
     evals/fixtures/<id>/facts.json   optional: a :class:`GoldFacts` object (the fixture's facts are
                                      scored only where one exists)
 
-``facts.json`` is written by hand beside the generated files: its evidence names entry ids of
-the tape, and ``tests/evals/test_gold_facts.py`` holds each fact to its evidence by the validator's
-own rule, so an id that drifts fails a test instead of scoring silently wrong.
+``facts.json`` is generated with the tape and the gold (``fixtures import``, from the ``facts`` of a
+source's gold, whose evidence names turns, never entry ids), and ``tests/evals/test_gold_facts.py``
+holds each fact to its evidence lines by the validator's own rule and each said time to its
+resolved date, so a fact whose evidence drifts fails a test instead of scoring silently wrong.
 
 :func:`load_fixtures` validates every ``gold.json`` when the dataset is loaded, but
 reads tapes only when :meth:`Fixture.entries` is called. Predictions (what an
@@ -92,8 +93,12 @@ class GoldFact(BaseModel):
 
     Attributes:
         about: gold entity names (or aliases) it is about.
+        topic: a word or two for a superseding kind (state, preference, plan): a later fact on the
+            same topic about the same first entity replaces this one.
         when: the resolved date (``2023-05-05``, ``2023-W18``, ``2023-05``, ``2023``), if the tape
             says a time for it.
+        said_when: the time as the tape says it ("last Friday"), when it is relative: ``when`` is
+            what it means on the date of the first evidence entry (not compared by the scorer).
         evidence: ids of the tape entries that state it.
     """
 
@@ -104,6 +109,7 @@ class GoldFact(BaseModel):
     about: list[str] = Field(min_length=1)
     topic: str = ""
     when: str | None = Field(default=None, pattern=_RESOLVED_DATE)
+    said_when: str | None = None
     evidence: list[int] = Field(default_factory=list)
 
 

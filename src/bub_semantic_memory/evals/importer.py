@@ -8,9 +8,11 @@ A source file is JSONL, one conversation per line::
                {"speaker": "tool", "name": "crm.lookup", "text": "{...}"},
                {"speaker": "assistant", "text": "Done."}],
      "gold": {"entities": [...], "relations": [...],
-              "questions": [{"question": "...", "answer": "Bob", "evidence_turns": [0]}]}}
+              "questions": [{"question": "...", "answer": "Bob", "evidence_turns": [0]}],
+              "facts": [{"statement": "Robert goes by Bob", "kind": "state", "about": ["Robert"],
+                         "evidence_turns": [0]}]}}
 
-``description``, ``tags``, ``tool_calls``, ``name``, ``date`` and ``questions`` are optional.
+``description``, ``tags``, ``tool_calls``, ``name``, ``date``, ``questions`` and ``facts`` are optional.
 Speakers: ``assistant`` (or ``agent``, ``bot``) is the assistant; ``tool`` is the
 result of the preceding assistant turn's tool calls (consecutive tool turns answer
 the calls of one assistant turn, and every call must be answered); ``user`` or any
@@ -29,6 +31,9 @@ A source question names the turns that state its answer (``evidence_turns``, 0-b
 indices into ``turns``); the gold gets the ids of those turns' entries as ``evidence``
 (a user or assistant message, a tool call, or the tool result entry that holds a tool
 turn's text). Entry ids are the importer's to assign, so a source never gives ``evidence``.
+A source fact (:class:`~bub_semantic_memory.evals.dataset.GoldFact`) names its turns the same
+way, and must name at least one; a conversation with facts also gets ``<out>/<id>/facts.json``
+(and one without loses a ``facts.json`` left from an earlier import).
 
 Import streams: conversations are read, converted and written one at a time, so a
 file of any size imports in bounded memory. A conversation that cannot be converted
@@ -61,9 +66,12 @@ from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.evals.dataset import (
+    FACTS_FILE,
     GOLD_FILE,
     TAPE_FILE,
     Gold,
+    GoldFact,
+    GoldFacts,
     Question,
     describe_validation_error,
 )
@@ -123,8 +131,25 @@ class _SourceQuestion(Question):
         return self
 
 
+class _SourceFact(GoldFact):
+    """A gold fact as a source writes it: evidence as turn indices (at least one), never entry ids."""
+
+    evidence_turns: list[int] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _evidence_as_turns(self) -> _SourceFact:
+        if self.evidence:
+            raise ValueError(
+                "give evidence_turns (0-based turn indices): entry ids are assigned by the importer"
+            )
+        if not self.evidence_turns:
+            raise ValueError("a fact names the turns that state it in evidence_turns")
+        return self
+
+
 class _SourceGold(Gold):
     questions: list[_SourceQuestion] = Field(default_factory=list)  # type: ignore[assignment]
+    facts: list[_SourceFact] = Field(default_factory=list)
 
 
 class _SourceConversation(BaseModel):
@@ -152,6 +177,8 @@ class FixtureIssues(BaseModel):
         unknown_evidence: evidence references of a question that name no turn of the
             conversation (the question is kept without them).
         dropped_questions: questions that could not be converted, each with its reason.
+        dangling_fact_entities: names in a fact's ``about`` that are no gold entity's name or
+            alias (the fact is kept; a memory cannot hold it, nor a prediction match it).
     """
 
     unknown_entity_types: list[str] = Field(default_factory=list)
@@ -161,6 +188,7 @@ class FixtureIssues(BaseModel):
     forbidden_gold_names: list[str] = Field(default_factory=list)
     unknown_evidence: list[str] = Field(default_factory=list)
     dropped_questions: list[str] = Field(default_factory=list)
+    dangling_fact_entities: list[str] = Field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
@@ -171,6 +199,7 @@ class FixtureIssues(BaseModel):
             or self.forbidden_gold_names
             or self.unknown_evidence
             or self.dropped_questions
+            or self.dangling_fact_entities
         )
 
 
@@ -210,19 +239,25 @@ class ImportReport(BaseModel):
 
 @dataclass
 class ConvertedFixture:
-    """One converted conversation, ready to be written: its id, tape and gold bytes, what looked wrong."""
+    """One converted conversation, ready to be written: its id, tape and gold bytes, what looked wrong.
+
+    ``facts`` holds the bytes of its ``facts.json`` (None: it has no gold facts).
+    """
 
     id: str
     tape: bytes
     gold: bytes
     issues: FixtureIssues
     warnings: list[str]
+    facts: bytes | None = None
 
 
 def write_fixtures(items: Iterable[ConvertedFixture], out: Path, report: ImportReport) -> None:
     """Write each converted fixture as ``out/<id>/{tape.jsonl,gold.json}`` and record it in ``report``.
 
-    Existing fixture directories with the same ids are overwritten; others are left alone.
+    A fixture with gold facts also gets ``facts.json``; one without loses any ``facts.json`` an
+    earlier import left (stale facts would be scored against the new tape). Existing fixture
+    directories with the same ids are overwritten; others are left alone.
 
     Args:
         items: the fixtures, written in this order (consumed lazily, one at a time).
@@ -238,6 +273,10 @@ def write_fixtures(items: Iterable[ConvertedFixture], out: Path, report: ImportR
             folder.mkdir(parents=True, exist_ok=True)
             (folder / TAPE_FILE).write_bytes(item.tape)
             (folder / GOLD_FILE).write_bytes(item.gold)
+            if item.facts is not None:
+                (folder / FACTS_FILE).write_bytes(item.facts)
+            else:
+                (folder / FACTS_FILE).unlink(missing_ok=True)
         except OSError as exc:
             raise FixtureError(f"cannot write fixture {folder}: {exc.strerror or exc}") from exc
         report.fixtures.append(item.id)
@@ -357,7 +396,11 @@ def _convert(conversation: _SourceConversation, ontology: Ontology, where: str) 
         _gold_question(question, builder.turn_entries, f"{where}: conversation {conversation.id!r}")
         for question in conversation.gold.questions
     ]
-    gold = Gold.model_validate(conversation.gold.model_dump(exclude={"questions"})).model_copy(
+    facts = [
+        _gold_fact(fact, builder.turn_entries, f"{where}: conversation {conversation.id!r}")
+        for fact in conversation.gold.facts
+    ]
+    gold = Gold.model_validate(conversation.gold.model_dump(exclude={"questions", "facts"})).model_copy(
         update={
             "id": conversation.id,
             "questions": questions,
@@ -373,21 +416,47 @@ def _convert(conversation: _SourceConversation, ontology: Ontology, where: str) 
     gold_json = gold.model_dump(mode="json", exclude=optional_empty)
     gold_bytes = (json.dumps(gold_json, indent=2, ensure_ascii=False) + "\n").encode()
     issues, warnings = _check_gold(conversation, gold, ontology)
-    return ConvertedFixture(id=conversation.id, tape=tape, gold=gold_bytes, issues=issues, warnings=warnings)
+    warnings.extend(_check_facts(conversation.id, gold, facts, issues))
+    return ConvertedFixture(
+        id=conversation.id,
+        tape=tape,
+        gold=gold_bytes,
+        issues=issues,
+        warnings=warnings,
+        facts=_facts_bytes(facts) if facts else None,
+    )
 
 
 def _gold_question(question: _SourceQuestion, turn_entries: list[int], where: str) -> Question:
     """The gold form of a source question: its evidence turns become the ids of their entries."""
+    evidence = _entries_of(question.evidence_turns, turn_entries, f"{where}: question {question.question!r}")
+    data = question.model_dump(exclude={"evidence_turns"})
+    return Question.model_validate({**data, "evidence": evidence})
+
+
+def _gold_fact(fact: _SourceFact, turn_entries: list[int], where: str) -> GoldFact:
+    """The gold form of a source fact: its evidence turns become the ids of their entries."""
+    evidence = _entries_of(fact.evidence_turns, turn_entries, f"{where}: fact {fact.statement!r}")
+    return GoldFact.model_validate({**fact.model_dump(exclude={"evidence_turns"}), "evidence": evidence})
+
+
+def _entries_of(turns: list[int], turn_entries: list[int], where: str) -> list[int]:
+    """The sorted ids of the entries holding ``turns`` (0-based turn indices)."""
     evidence: set[int] = set()
-    for turn in question.evidence_turns:
+    for turn in turns:
         if not 0 <= turn < len(turn_entries):
             raise FixtureError(
-                f"{where}: question {question.question!r}: evidence turn {turn} is not a turn "
+                f"{where}: evidence turn {turn} is not a turn "
                 f"(the conversation has turns 0-{len(turn_entries) - 1})"
             )
         evidence.add(turn_entries[turn])
-    data = question.model_dump(exclude={"evidence_turns"})
-    return Question.model_validate({**data, "evidence": sorted(evidence)})
+    return sorted(evidence)
+
+
+def _facts_bytes(facts: list[GoldFact]) -> bytes:
+    """``facts.json``: fields left at their defaults (no topic, no date) are not written."""
+    data = GoldFacts(facts=facts).model_dump(mode="json", exclude_defaults=True)
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
 
 
 @dataclass
@@ -638,6 +707,20 @@ def _check_gold(
             warnings.append(f"{fid}: forbidden name {name!r} does not occur in the conversation")
             issues.unmentioned_names.append(name)
     return issues, warnings
+
+
+def _check_facts(fixture_id: str, gold: Gold, facts: list[GoldFact], issues: FixtureIssues) -> list[str]:
+    """Warn about, and record in ``issues``, fact ``about`` names that are no gold entity name or alias."""
+    names = {normalize_name(n) for e in gold.entities for n in (e.name, *e.aliases)}
+    warnings: list[str] = []
+    for fact in facts:
+        for name in fact.about:
+            if normalize_name(name) in names:
+                continue
+            warnings.append(f"{fixture_id}: fact {fact.statement!r} is about {name!r}: no gold entity")
+            if name not in issues.dangling_fact_entities:
+                issues.dangling_fact_entities.append(name)
+    return warnings
 
 
 def _conversation_text(turns: list[_SourceTurn]) -> str:

@@ -183,6 +183,7 @@ class _SummaryRow:
     higher_is_better: bool = True
     ci: Literal["entity", "relation"] | None = None
     cache_note: Literal["", "tokens", "latency"] = ""  # say what comes from the cache, not this run
+    facts: bool = False  # a fact score: shown only when a run scored facts (its fixtures have gold facts)
 
     def cell(self, metrics: Metrics) -> str:
         value = self.value(metrics)
@@ -211,6 +212,16 @@ _SUMMARY_ROWS: tuple[_SummaryRow, ...] = (
     *_scores("Entity", lambda m: m.entities, "entity"),
     _SummaryRow("Entity F1 (untyped)", lambda m: m.entities_untyped.f1, _score, _signed),
     *_scores("Relation", lambda m: m.relations, "relation"),
+    _SummaryRow("Fact P", lambda m: m.facts.precision if m.facts else None, _score, _signed, facts=True),
+    _SummaryRow("Fact R", lambda m: m.facts.recall if m.facts else None, _score, _signed, facts=True),
+    _SummaryRow("Fact F1", lambda m: m.facts.f1 if m.facts else None, _score, _signed, facts=True),
+    _SummaryRow(
+        "Fact dates right (R)",
+        lambda m: m.fact_dates.recall if m.fact_dates else None,
+        _score,
+        _signed,
+        facts=True,
+    ),
     _SummaryRow("Windows without a re-ask", lambda m: m.schema_valid_first_try, _percent, _signed_points),
     _SummaryRow("Success rate", lambda m: m.success_rate, _percent, _signed_points),
     _SummaryRow(
@@ -283,7 +294,10 @@ def _summary_grid(report: Report) -> _Grid:
             columns.append(_Column(f"Δ vs {runs[0].prompt}"))
     comparisons = [_comparison_for(report, run) if index else None for index, run in enumerate(runs)]
     rows: list[_Row] = []
+    scored_facts = any(run.metrics.facts is not None for run in runs)
     for spec in _SUMMARY_ROWS:
+        if spec.facts and not scored_facts:
+            continue
         cells: list[_Cell] = []
         first = spec.value(runs[0].metrics)
         for index, run in enumerate(runs):
@@ -460,6 +474,8 @@ def _has_diff(result: FixtureResult) -> bool:
         or result.spurious_entities
         or result.missed_relations
         or result.spurious_relations
+        or result.missed_facts
+        or result.spurious_facts
         or result.dropped
     )
 
@@ -471,6 +487,8 @@ def _diff_lists(result: FixtureResult) -> Iterator[tuple[str, str, list[str]]]:
         ("Spurious entities", "spurious", result.spurious_entities),
         ("Missed relations", "missed", result.missed_relations),
         ("Spurious relations", "spurious", result.spurious_relations),
+        ("Missed facts", "missed", result.missed_facts),
+        ("Spurious facts", "spurious", result.spurious_facts),
         ("Dropped items (broke a rule after the re-asks)", "spurious", result.dropped),
         ("Forbidden names extracted (an injection obeyed)", "spurious", result.forbidden_extracted),
     ):
@@ -498,7 +516,8 @@ def _md_run_fixtures(run: PromptRun) -> list[str]:
         lines += [
             f"#### {_md_code(result.fixture)}{marker}",
             "",
-            f"Entities {_md_prf(result.entities)}; relations {_md_prf(result.relations)}{_md_cached(result)}",
+            f"Entities {_md_prf(result.entities)}; relations {_md_prf(result.relations)}"
+            f"{_md_facts(result)}{_md_cached(result)}",
             "",
         ]
         for title, _, items in _diff_lists(result):
@@ -509,7 +528,17 @@ def _md_run_fixtures(run: PromptRun) -> list[str]:
 
 
 def _md_scores(result: FixtureResult) -> str:
-    return f"entity F1 {_md_f1(result.entities)}, relation F1 {_md_f1(result.relations)}"
+    facts = f", fact F1 {_md_f1(result.facts)}" if result.facts is not None else ""
+    return f"entity F1 {_md_f1(result.entities)}, relation F1 {_md_f1(result.relations)}{facts}"
+
+
+def _md_facts(result: FixtureResult) -> str:
+    """The fact score of a fixture that has gold facts (nothing for one that has none)."""
+    if result.facts is None:
+        return ""
+    dates = result.fact_dates
+    dated = f", {dates.tp}/{dates.gold} dated right" if dates is not None and dates.gold else ""
+    return f"; facts {_md_prf(result.facts)}{dated}"
 
 
 def _md_f1(prf: PRF) -> str:
@@ -528,7 +557,8 @@ def to_markdown(report: Report) -> str:
     intervals and verdicts; per-type tables give P/R/F1 and the gold count per run; the
     per-fixture section lists, for each run, every fixture: the failed ones with their
     errors, the clean ones on one line each, and the missed and spurious entities and
-    relations of every other fixture.
+    relations (and facts, where the fixture has gold facts) of every other fixture. The fact
+    rows of the summary appear only when a run scored facts.
     """
     lines = [
         "# Eval report",
@@ -760,6 +790,7 @@ def _fixture_view(fixture: str, report: Report, names: Sequence[str]) -> _Fixtur
         if result is None
         else f"{name}: entity F1 {_maybe_score(result.entities.f1)}, "
         f"relation F1 {_maybe_score(result.relations.f1)}"
+        + (f", fact F1 {_maybe_score(result.facts.f1)}" if result.facts is not None else "")
         for name, result in zip(names, results, strict=True)
     )
     runs = []

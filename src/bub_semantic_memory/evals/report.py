@@ -89,6 +89,13 @@ class Metrics(BaseModel):
     entities: PRF
     entities_untyped: PRF
     relations: PRF
+    facts: PRF | None = Field(
+        default=None,
+        description="Facts summed over the fixtures with gold facts (facts.json); None when none has any.",
+    )
+    fact_dates: PRF | None = Field(
+        default=None, description="Of the matched facts whose gold fact has a date, those dated right."
+    )
     per_entity_type: dict[str, PRF] = Field(default_factory=dict)
     per_relation_type: dict[str, PRF] = Field(default_factory=dict)
     schema_valid_first_try: float = Field(

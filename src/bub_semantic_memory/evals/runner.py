@@ -238,6 +238,8 @@ def _metrics(
         entities=dataset.entities,
         entities_untyped=dataset.entities_untyped,
         relations=dataset.relations,
+        facts=dataset.facts,
+        fact_dates=dataset.fact_dates,
         per_entity_type=dataset.per_entity_type,
         per_relation_type=dataset.per_relation_type,
         schema_valid_first_try=round(sum(r.first_try_valid_calls for r in results) / calls, 4)
