@@ -313,6 +313,8 @@ ENTITIES = (
 
 RELATIONS = (
     relation("Ingrid Solberg", "works_for", "Larkspur Systems"),
+    relation("Colette Marchand", "works_for", "Larkspur Systems"),
+    relation("Viktor Aalto", "works_for", "Larkspur Systems"),
     relation("Ingrid Solberg", "reports_to", "Colette Marchand"),
     relation("Ingrid Solberg", "reports_to", "Viktor Aalto"),
     relation("Colette Marchand", "manages", "Partnerships"),
@@ -329,10 +331,12 @@ RELATIONS = (
     relation("Dana Kimura", "works_on", "Egret"),
     relation("Daniel Kimball", "works_on", "Herald"),
     relation("Samir Odeh", "works_on", "Heron"),
+    relation("Samir Odeh", "works_for", "Larkspur Systems"),
     relation("Samir Odeh", "works_for", "Quarry Labs"),
     relation("Ravi Menon", "member_of", "Herald team"),
     relation("Ravi Menon", "member_of", "Heron team"),
     relation("HRN-214", "part_of", "Heron"),
+    relation("HRN-214", "part_of", "Heron 3.0"),
     relation("HRN-214", "assigned_to", "Dana Kim"),
     relation("HRN-214", "assigned_to", "Samir Odeh"),
     relation("HRN-214", "assigned_to", "Ravi Menon"),
