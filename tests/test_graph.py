@@ -66,6 +66,44 @@ def test_symmetric_relations_dedupe_in_either_direction(ontology: Ontology) -> N
     assert len(graph.relations()) == 1
 
 
+TICKET = Entity.create("T-12", "task", evidence=[2])
+OWEN = Entity.create("Owen Park", "person", evidence=[6])
+
+
+def test_inverse_relations_fold_into_one_edge_in_the_canonical_direction(ontology: Ontology) -> None:
+    graph = MemoryGraph.fold(
+        [
+            make_snapshot([ALICE, TICKET], [rel(ALICE, "works_on", TICKET, 2)], first=1, last=4),
+            make_snapshot([ALICE, TICKET], [rel(TICKET, "assigned_to", ALICE, 5)], first=5, last=6),
+        ],
+        ontology,
+    )
+    [edge] = graph.relations()
+    assert (edge.source, edge.type, edge.target) == (TICKET.key, "assigned_to", ALICE.key)
+    assert edge.evidence == (2, 5)
+    assert graph.neighbours(ALICE.key) == [TICKET.key]
+
+
+def test_an_inverse_stated_relation_obeys_the_canonical_types_single_value(ontology: Ontology) -> None:
+    graph = MemoryGraph.fold(
+        [
+            make_snapshot([ALICE, TICKET], [rel(TICKET, "assigned_to", ALICE, 2)], first=1, last=4),
+            make_snapshot([OWEN, TICKET], [rel(OWEN, "works_on", TICKET, 6)], first=5, last=7),
+        ],
+        ontology,
+    )
+    assert [(r.source, r.type, r.target) for r in graph.relations(current_only=True)] == [
+        (TICKET.key, "assigned_to", OWEN.key)
+    ]
+    closed = next(r for r in graph.relations() if r.target == ALICE.key)
+    assert closed.valid_until == 6
+
+
+def test_an_inverse_whose_ends_do_not_fit_the_canonical_type_is_kept_as_stated(ontology: Ontology) -> None:
+    graph = MemoryGraph.fold([make_snapshot([ALICE, APOLLO], [rel(ALICE, "works_on", APOLLO, 2)])], ontology)
+    assert [(r.source, r.type, r.target) for r in graph.relations()] == [(ALICE.key, "works_on", APOLLO.key)]
+
+
 def test_a_newer_single_valued_fact_closes_the_older_one(ontology: Ontology) -> None:
     graph = MemoryGraph.fold(
         [

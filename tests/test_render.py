@@ -83,3 +83,28 @@ def test_the_budget_holds_with_ten_thousand_entities(ontology: Ontology) -> None
     assert 0 < block.tokens <= 800
     assert "- Person 42 (person)" in block.text.splitlines()[2]
     assert block.omitted > 9_000
+
+
+def test_a_fact_stated_from_both_ends_of_an_inverse_pair_is_rendered_once(ontology: Ontology) -> None:
+    ticket = Entity.create("T-12", "task", evidence=[4])
+    memory = MemoryGraph.fold(
+        [
+            make_snapshot(
+                [ALICE, ticket],
+                [
+                    Relation(source=ALICE.key, type="works_on", target=ticket.key, evidence=(4,)),
+                    Relation(source=ticket.key, type="assigned_to", target=ALICE.key, evidence=(5,)),
+                ],
+            )
+        ],
+        ontology,
+    )
+    text = render_memory(memory, query="What is Alice on?").text
+    assert text.splitlines() == [
+        "<memory>",
+        "Facts remembered from earlier in this conversation (may be incomplete):",
+        "- Alice Chen (person; also Ali; role: designer)",
+        "  - T-12 assigned to Alice Chen",
+        "- T-12 (task)",
+        "</memory>",
+    ]

@@ -70,6 +70,36 @@ def test_relation_endpoints_must_fit_the_ontology(ontology: Ontology) -> None:
         model.model_validate(data, context={"scope": scope(ontology)})
 
 
+TICKET_WINDOW = rendered_lines((6, "user", "Maya Lin picked up ticket T-12 and Maya also works on T-12 now."))
+
+
+@pytest.mark.parametrize(
+    "relations",
+    [
+        [{"source": "Maya Lin", "type": "works_on", "target": "T-12"}],
+        [{"source": "T-12", "type": "assigned_to", "target": "Maya Lin"}],
+        [{"source": "Maya Lin", "type": "assigned_to", "target": "T-12"}],  # written backwards
+        [
+            {"source": "Maya Lin", "type": "works_on", "target": "T-12"},
+            {"source": "T-12", "type": "assigned_to", "target": "Maya Lin"},
+        ],
+    ],
+)
+def test_a_relation_of_an_inverse_pair_is_accepted_either_way_and_stored_once_canonically(
+    ontology: Ontology, relations: list[dict[str, str]]
+) -> None:
+    model = build_response_model(ontology)
+    data = {
+        "entities": [{"name": "Maya Lin", "type": "person"}, {"name": "T-12", "type": "task"}],
+        "relations": relations,
+    }
+    result = model.model_validate(
+        data, context={"scope": ValidationScope(ontology=ontology, lines=TICKET_WINDOW, known={})}
+    )
+    stored = result.resolved()[1]
+    assert [(r.source, r.type, r.target) for r in stored] == [("task:t-12", "assigned_to", "person:maya-lin")]
+
+
 def test_lists_are_required_and_bounded_in_the_schema(ontology: Ontology) -> None:
     schema = build_response_model(ontology, reasoning=True).model_json_schema()
     assert schema["required"] == ["reasoning", "entities", "relations"]

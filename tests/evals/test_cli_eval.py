@@ -335,3 +335,113 @@ def test_prompts_promote_exits_non_zero_when_the_gate_refuses(tmp_path: Path) ->
         "promoted",
         ["hosted"],
     )
+
+
+def _one_fixture(tmp_path: Path, relations: list[dict[str, str]]) -> Path:
+    """A fixture directory holding one fixture: a committed tape, and gold written here."""
+    folder = tmp_path / "fixtures" / "ticket"
+    folder.mkdir(parents=True)
+    shutil.copy(FIXTURES / "temporal-ticket-reassigned" / "tape.jsonl", folder / "tape.jsonl")
+    entities = [
+        {"name": "WEB-311", "type": "task"},
+        {"name": "Priyanka Das", "type": "person"},
+        {"name": "Owen Hartley", "type": "person"},
+        {"name": "Storefront", "type": "project"},
+    ]
+    (folder / "gold.json").write_text(json.dumps({"entities": entities, "relations": relations}))
+    return folder.parent
+
+
+PREDICTED = {
+    "fixture": "ticket",
+    "entities": [
+        {"name": "WEB-311", "type": "task"},
+        {"name": "Priyanka Das", "type": "person"},
+        {"name": "Storefront", "type": "project"},
+    ],
+    "relations": [
+        {"source": "Priyanka Das", "target": "WEB-311", "type": "works_on"},
+        {"source": "Storefront", "target": "WEB-311", "type": "part_of"},
+    ],
+}
+TICKET_GOLD = [
+    {"source": "WEB-311", "target": "Priyanka Das", "type": "assigned_to"},
+    {"source": "WEB-311", "target": "Storefront", "type": "part_of"},
+    {"source": "WEB-311", "target": "Owen Hartley", "type": "assigned_to"},
+]
+
+
+def test_score_prints_the_relation_diagnostics_beside_the_strict_scores(tmp_path: Path) -> None:
+    fixtures = _one_fixture(tmp_path, TICKET_GOLD)
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text(json.dumps(PREDICTED) + "\n")
+    args = ["eval", "score", "--fixtures", str(fixtures), "--predictions", str(predictions)]
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    rows = {
+        cells[0]: cells[1:]
+        for line in result.stdout.splitlines()
+        if len(cells := [c.strip() for c in line.strip().strip("│").split("│")]) > 2
+    }
+    # works_on states the gold assigned_to; part_of is the wrong way round; Owen was never extracted
+    assert rows["relations"] == ["0.500", "0.333", "0.400", "1", "2", "3"]
+    assert rows["relations (lenient)"] == ["1.000", "0.667", "0.800", "2", "2", "3"]
+    assert rows["relations given endpoints"] == ["", "0.500", "", "1", "", "2"]
+    assert "Missed relations: 1 no endpoint, 0 unrelated, 1 mislabelled" in result.stdout
+    data = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert data["relation_misses"] == {"no_endpoint": 1, "unrelated": 0, "mislabelled": 1}
+    assert data["relations_given_endpoints"] == {"tp": 1, "gold": 2, "recall": 0.5}
+
+
+def test_rescore_scores_a_saved_report_on_the_current_gold_and_keeps_its_predictions(tmp_path: Path) -> None:
+    from bub_semantic_memory.evals.dataset import Prediction
+    from bub_semantic_memory.evals.render import write_report_files
+    from bub_semantic_memory.evals.report import FixtureResult, Metrics, PromptRun, Report
+    from bub_semantic_memory.evals.scoring import PRF
+
+    fixtures = _one_fixture(tmp_path, TICKET_GOLD)
+    stale = PRF(tp=0, predicted=2, gold=5)  # what the report said on the gold of its day
+    result = FixtureResult(
+        fixture="ticket", prediction=Prediction.model_validate(PREDICTED), relations=stale, calls=1
+    )
+    metrics = Metrics(
+        fixtures=1,
+        failed_fixtures=0,
+        entities=PRF(),
+        entities_untyped=PRF(),
+        relations=stale,
+        schema_valid_first_try=1.0,
+        success_rate=1.0,
+        mean_attempts=1.0,
+    )
+    run = PromptRun(
+        prompt="extract@9", prompt_sha256="a" * 64, model="m", mode="json", metrics=metrics, fixtures=[result]
+    )
+    saved = tmp_path / "report"
+    write_report_files(
+        Report(fixtures_dir="old", dataset_sha256="0" * 64, fixture_ids=["ticket"], runs=[run, run]), saved
+    )
+    out = runner.invoke(app, ["eval", "rescore", str(saved / "report.json"), "--fixtures", str(fixtures)])
+    assert out.exit_code == 0, out.output
+    report = load_report(saved / "report.json")
+    assert report.rescored_at is not None and report.fixtures_dir == str(fixtures)
+    assert report.dataset_sha256 != "0" * 64
+    first = report.runs[0]
+    assert first.metrics.relations == PRF(tp=1, predicted=2, gold=3)
+    assert first.metrics.relation_misses is not None and first.metrics.relation_misses.no_endpoint == 1
+    assert first.fixtures[0].prediction == Prediction.model_validate(PREDICTED)
+    assert first.fixtures[0].calls == 1  # what the run recorded stays
+    assert len(report.comparisons) == 0
+    assert "Re-scored:" in (saved / "report.md").read_text()
+    assert "Relation R given endpoints" in out.stdout
+
+
+def test_rescore_refuses_a_report_whose_fixtures_are_gone(tmp_path: Path) -> None:
+    report = QUICK[0].path.parents[1] / "reports" / "qwen-quick-extract2-vs-4" / "report.json"
+    fixtures = _one_fixture(tmp_path, TICKET_GOLD)
+    out = runner.invoke(
+        app, ["eval", "rescore", str(report), "--fixtures", str(fixtures), "-o", str(tmp_path)]
+    )
+    assert out.exit_code == 1 and out.stderr.startswith(
+        "Error: the report holds fixtures the fixture directory"
+    )

@@ -16,6 +16,8 @@ from bub_semantic_memory.evals import (
     load_fixtures,
     load_predictions,
 )
+from bub_semantic_memory.evals.scoring import ScoringConfig, score_fixture
+from bub_semantic_memory.extraction._prompts import PromptLibrary
 from tests.conftest import DATA, REPO
 
 TAPE = (DATA / "bub_run_tape.jsonl").read_bytes()
@@ -231,3 +233,17 @@ def test_every_committed_fixture_is_in_one_split_and_every_kind_is_in_both() -> 
     assert {kind for kind, splits in kinds.items() if splits != {"tune", "test"}} <= {"de", "es", "family"}
     tuned = [f for f in fixtures if "tune" in f.tags]
     assert len(tuned) >= 20 and len(fixtures) - len(tuned) >= 25
+
+
+def test_no_committed_gold_states_one_fact_twice() -> None:
+    """A fact stated from both ends of an inverse pair, or both ways of a symmetric type, counts once
+    (evals/README.md, "Inverse types"): a gold that holds both is scored on fewer relations than it lists."""
+    config = ScoringConfig.from_ontology(PromptLibrary().load("extract").ontology)
+    twice: dict[str, int] = {}
+    for fixture in load_fixtures(REPO / "evals" / "fixtures"):
+        gold = fixture.gold
+        itself = Prediction(fixture=fixture.id, entities=gold.entities, relations=gold.relations)
+        counted = score_fixture(gold, itself, config).relations.gold
+        if counted != len(gold.relations):
+            twice[fixture.id] = len(gold.relations) - counted
+    assert twice == {}

@@ -324,3 +324,15 @@ def test_a_dataset_ontology_replaces_the_prompts_and_is_recorded(tmp_path: Path)
     [cached] = [json.loads(p.read_text()) for p in cache.rglob("*.json")]
     assert cached["key_fields"]["ontology_sha256"] == run.ontology_sha256
     assert {s["prompt"]["ontology_sha256"] for s in cached["snapshots"]} == {run.ontology_sha256}
+
+
+def test_a_label_maps_inverses_score_a_fact_stated_from_its_other_end(tmp_path: Path) -> None:
+    path = tmp_path / "labels.yaml"
+    path.write_text("relation_types: {'per:children': parent_of}\ninverses: {child_of: parent_of}\n")
+    config = scoring_config(PromptLibrary().load("extract").ontology, load_label_map(path))
+    people = [GoldEntity(name="Mia", type="person"), GoldEntity(name="Jake", type="person")]
+    gold = Gold(entities=people, relations=[GoldRelation(source="Mia", target="Jake", type="per:children")])
+    prediction = Prediction(
+        fixture="x", entities=people, relations=[GoldRelation(source="Jake", target="Mia", type="child_of")]
+    )
+    assert score_fixture(gold, prediction, config).relations.f1 == 1.0

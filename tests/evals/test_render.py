@@ -18,7 +18,7 @@ from bub_semantic_memory.evals.render import (
     write_report_files,
 )
 from bub_semantic_memory.evals.report import Comparison, FixtureResult, Metrics, PromptRun, Report
-from bub_semantic_memory.evals.scoring import PRF
+from bub_semantic_memory.evals.scoring import PRF, Recall, RelationMisses
 
 CREATED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 INJECTION = "<script>alert(1)</script>"
@@ -184,6 +184,13 @@ def test_summary_table_columns_and_rows() -> None:
         "Relation P",
         "Relation R",
         "Relation F1",
+        "Relation P (lenient)",
+        "Relation R (lenient)",
+        "Relation F1 (lenient)",
+        "Relation R given endpoints",
+        "Missed relations: no endpoint",
+        "Missed relations: unrelated",
+        "Missed relations: mislabelled",
         "Windows without a re-ask",
         "Success rate",
         "Re-asks per window",
@@ -215,6 +222,45 @@ def test_summary_table_columns_and_rows() -> None:
         "",
     ]
     assert row_cells(text, "Failed fixtures") == ["Failed fixtures", "1", "0", ""]
+
+
+def with_diagnostics(report: Report) -> Report:
+    """``report`` with relation diagnostics on its second run (its first predates them)."""
+    run = report.runs[1]
+    run.metrics = run.metrics.model_copy(
+        update={
+            "relations_lenient": PRF(tp=4, predicted=4, gold=3 + 2),
+            "relations_given_endpoints": Recall(tp=3, gold=4),
+            "relation_misses": RelationMisses(no_endpoint=1, unrelated=1, mislabelled=0),
+        }
+    )
+    run.fixtures[0] = run.fixtures[0].model_copy(
+        update={
+            "missed_relations": ["Bob -knows-> Alice"],
+            "relations_lenient": PRF(tp=2, predicted=3, gold=3),
+            "relations_given_endpoints": Recall(tp=2, gold=3),
+            "relation_misses": RelationMisses(no_endpoint=0, unrelated=1, mislabelled=0),
+        }
+    )
+    return report
+
+
+def test_the_summary_shows_relation_diagnostics_and_a_dash_for_a_run_made_before_them() -> None:
+    text = render(summary_table(with_diagnostics(make_report())))
+    assert row_cells(text, "Relation F1 (lenient)") == ["Relation F1 (lenient)", "–", "0.889", "–"]
+    assert row_cells(text, "Relation R given endpoints") == ["Relation R given endpoints", "–", "0.750", "–"]
+    assert row_cells(text, "Missed relations: unrelated") == ["Missed relations: unrelated", "–", "1", ""]
+
+
+def test_markdown_and_html_carry_the_relation_diagnostics() -> None:
+    report = with_diagnostics(make_report())
+    line = "Relations lenient F1 0.667, recall given endpoints 0.667 (2 of 3); missed: 0 no endpoint, 1 unrelated, 0 mislabelled"
+    markdown = to_markdown(report)
+    assert "| Relation R given endpoints | – | 0.750 | – |" in markdown
+    assert line in markdown
+    html = to_html(report)
+    assert "Relation R given endpoints" in html and line in html
+    assert "<dt>Lenient, given endpoints, misses</dt>" in html
 
 
 def test_summary_table_delta_cells_show_sign_and_ci() -> None:
@@ -360,7 +406,10 @@ def test_markdown_snapshot() -> None:
             failed_fixtures=0,
             entities=PRF(tp=1, predicted=2, gold=1),
             entities_untyped=PRF(tp=1, predicted=2, gold=1),
-            relations=PRF(),
+            relations=PRF(tp=1, predicted=2, gold=4),
+            relations_lenient=PRF(tp=2, predicted=2, gold=4),
+            relations_given_endpoints=Recall(tp=1, gold=3),
+            relation_misses=RelationMisses(no_endpoint=1, unrelated=1, mislabelled=1),
             per_entity_type={"person": PRF(tp=1, predicted=2, gold=1)},
             schema_valid_first_try=1.0,
             success_rate=1.0,
@@ -378,7 +427,13 @@ def test_markdown_snapshot() -> None:
                 fixture="f1",
                 entities=PRF(tp=1, predicted=2, gold=1),
                 entities_untyped=PRF(tp=1, predicted=2, gold=1),
+                relations=PRF(tp=1, predicted=2, gold=4),
+                relations_lenient=PRF(tp=2, predicted=2, gold=4),
+                relations_given_endpoints=Recall(tp=1, gold=3),
+                relation_misses=RelationMisses(no_endpoint=1, unrelated=1, mislabelled=1),
                 spurious_entities=["person:Eve"],
+                missed_relations=["Ana -works_for-> Globex", "Ana -knows-> Ben", "Eve -knows-> Ana"],
+                spurious_relations=["Ana -member_of-> Globex"],
                 prediction=Prediction(fixture="f1"),
             )
         ],
@@ -403,9 +458,16 @@ def test_markdown_snapshot() -> None:
 | Entity R | 1.000 |
 | Entity F1 | 0.667 |
 | Entity F1 (untyped) | 0.667 |
-| Relation P | – |
-| Relation R | – |
-| Relation F1 | – |
+| Relation P | 0.500 |
+| Relation R | 0.250 |
+| Relation F1 | 0.333 |
+| Relation P (lenient) | 1.000 |
+| Relation R (lenient) | 0.500 |
+| Relation F1 (lenient) | 0.667 |
+| Relation R given endpoints | 0.333 |
+| Missed relations: no endpoint | 1 |
+| Missed relations: unrelated | 1 |
+| Missed relations: mislabelled | 1 |
 | Windows without a re-ask | 100.0% |
 | Success rate | 100.0% |
 | Re-asks per window | 0.00 |
@@ -441,10 +503,18 @@ None.
 
 #### `f1`
 
-Entities P 0.500 · R 1.000 · F1 0.667; relations P – · R – · F1 – (no gold items and nothing extracted: nothing to score)
+Entities P 0.500 · R 1.000 · F1 0.667; relations P 0.500 · R 0.250 · F1 0.333
+
+Relations lenient F1 0.667, recall given endpoints 0.333 (1 of 3); missed: 1 no endpoint, 1 unrelated, 1 mislabelled
 
 - Spurious entities:
   - `person:Eve`
+- Missed relations:
+  - `Ana -works_for-> Globex`
+  - `Ana -knows-> Ben`
+  - `Eve -knows-> Ana`
+- Spurious relations:
+  - `Ana -member_of-> Globex`
 """
     assert to_markdown(report) == expected
     assert to_markdown(report) == to_markdown(Report.model_validate_json(report.model_dump_json()))

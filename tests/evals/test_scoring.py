@@ -17,7 +17,7 @@ from bub_semantic_memory.evals import (
     score_dataset,
     score_fixture,
 )
-from bub_semantic_memory.evals.scoring import _min_cost_matching
+from bub_semantic_memory.evals.matching import min_cost_matching
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from tests.conftest import REPO
 
@@ -135,6 +135,107 @@ def test_symmetric_relations_match_reversed_and_others_do_not() -> None:
     assert score.spurious_relations == ["Apollo -works_on-> Ana"]
     no_symmetry = score_fixture(gold, reversed_prediction)  # the default assumes no ontology
     assert no_symmetry.relations.tp == 0
+
+
+TEAM = [ent("Ana", "person"), ent("Ben", "person"), ent("T-12", "task"), ent("Apollo", "project")]
+INVERSE = ScoringConfig(
+    symmetric_relations=frozenset({"knows"}), inverse_relations={"assigned_to": "works_on"}
+)
+
+
+def test_a_prediction_stating_the_inverse_of_a_gold_fact_is_a_true_positive() -> None:
+    gold = Gold(
+        entities=TEAM, relations=[rel("T-12", "assigned_to", "Ana"), rel("Ana", "works_on", "Apollo")]
+    )
+    prediction = Prediction(
+        fixture="x",
+        entities=TEAM,
+        relations=[rel("Ana", "works_on", "T-12"), rel("Ana", "works_on", "Apollo")],
+    )
+    score = score_fixture(gold, prediction, INVERSE)
+    assert score.relations == PRF(tp=2, predicted=2, gold=2)
+    assert not score.missed_relations and not score.spurious_relations
+    # counted under the gold relation's type, so no type has more true positives than predictions
+    assert score.per_relation_type == {
+        "assigned_to": PRF(tp=1, predicted=1, gold=1),
+        "works_on": PRF(tp=1, predicted=1, gold=1),
+    }
+    assert score_fixture(gold, prediction, ScoringConfig()).relations.tp == 1  # no inverses declared
+
+
+def test_the_ontologys_inverses_are_used_by_the_scoring_config() -> None:
+    ontology = PromptLibrary().load("extract").ontology
+    config = ScoringConfig.from_ontology(ontology)
+    assert config.oriented("works_on") == ("assigned_to", True)
+    assert config.oriented("manages") == ("reports_to", True)
+    assert config.oriented("assigned_to") == ("assigned_to", False)
+
+
+def test_a_fact_stated_twice_counts_once_in_prediction_and_gold() -> None:
+    gold = Gold(
+        entities=TEAM,
+        relations=[
+            rel("T-12", "assigned_to", "Ana"),
+            rel("Ana", "works_on", "T-12"),
+            rel("Ana", "knows", "Ben"),
+        ],
+    )
+    prediction = Prediction(
+        fixture="x",
+        entities=TEAM,
+        relations=[rel("Ana", "knows", "Ben"), rel("Ben", "knows", "Ana"), rel("T-12", "assigned_to", "Ana")],
+    )
+    score = score_fixture(gold, prediction, INVERSE)
+    assert score.relations == PRF(tp=2, predicted=2, gold=2)
+    assert score.relations_lenient == PRF(tp=2, predicted=2, gold=2)
+    assert not score.spurious_relations and not score.missed_relations
+
+
+def test_missed_relations_are_told_apart_by_reason() -> None:
+    people = [*TEAM, ent("Globex", "organization"), ent("Carla", "person")]
+    gold = Gold(
+        entities=people,
+        relations=[
+            rel("Ana", "works_on", "Apollo"),  # matched
+            rel("Ana", "works_for", "Globex"),  # related as member_of: mislabelled
+            rel("Ben", "manages", "Apollo"),  # related the wrong way round: mislabelled
+            rel("Ana", "knows", "Ben"),  # both extracted, not related
+            rel("Carla", "works_for", "Globex"),  # Carla never extracted
+            rel("Ana", "uses", "Figma"),  # dangling endpoint, not named by the prediction
+        ],
+    )
+    extracted = [e for e in people if e.name != "Carla"]
+    prediction = Prediction(
+        fixture="x",
+        entities=extracted,
+        relations=[
+            rel("Ana", "works_on", "Apollo"),
+            rel("Ana", "member_of", "Globex"),
+            rel("Apollo", "manages", "Ben"),
+            rel("Ben", "works_on", "T-12"),  # spurious, and no gold relation has these ends
+        ],
+    )
+    score = score_fixture(gold, prediction, INVERSE)
+    assert score.relations == PRF(tp=1, predicted=4, gold=6)
+    assert score.relations_lenient == PRF(tp=3, predicted=4, gold=6)
+    assert score.relation_misses is not None
+    assert score.relation_misses.model_dump() == {"no_endpoint": 2, "unrelated": 1, "mislabelled": 2}
+    assert score.relations_given_endpoints is not None
+    assert score.relations_given_endpoints.model_dump() == {"tp": 1, "gold": 4, "recall": 0.25}
+    dataset = score_dataset([("x", gold, prediction), ("y", gold, None)], INVERSE)
+    assert dataset.relation_misses is not None and dataset.relation_misses.no_endpoint == 2 + 6
+    assert dataset.relations_given_endpoints is not None and dataset.relations_given_endpoints.gold == 4
+    assert dataset.relations_lenient == PRF(tp=3, predicted=4, gold=12)
+
+
+def test_a_dangling_endpoint_named_by_a_prediction_counts_as_extracted() -> None:
+    gold = Gold(entities=[ent("Ana", "person")], relations=[rel("Ana", "uses", "Figma")])
+    prediction = Prediction(
+        fixture="x", entities=[ent("Ana", "person"), ent("Figma", "technology")], relations=[]
+    )
+    score = score_fixture(gold, prediction, INVERSE)
+    assert score.relation_misses is not None and score.relation_misses.unrelated == 1
+    assert score.relations_given_endpoints is not None and score.relations_given_endpoints.recall == 0.0
 
 
 def test_relation_synonyms_map_both_sides_to_a_canonical_type() -> None:
@@ -293,7 +394,7 @@ def test_matching_is_maximum_then_cheapest_against_brute_force() -> None:
             for right in range(n_right)
             if rng.random() < 0.5
         }
-        matching = _min_cost_matching(n_left, n_right, costs)
+        matching = min_cost_matching(n_left, n_right, costs)
         assert len(set(matching.values())) == len(matching)
         assert all(pair in costs for pair in matching.items())
         size_and_cost = (len(matching), sum(costs[pair] for pair in matching.items()))

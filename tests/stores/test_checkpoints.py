@@ -18,6 +18,7 @@ from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.stores._checkpoint import (
     CHECKPOINT_ANCHOR,
     CHECKPOINT_VERSION,
+    CheckpointError,
     decode_checkpoint,
     encode_checkpoint,
 )
@@ -39,8 +40,20 @@ NAMES = [
     "Maya",
     "Apollo",
 ]
-TYPES = ["person", "organization", "location", "project"]
-RELATIONS = ["knows", "lives_in", "works_for", "partner_of", "uses", "family_of", "member_of"]
+TYPES = ["person", "organization", "location", "project", "task"]
+RELATIONS = [
+    "knows",
+    "lives_in",
+    "works_for",
+    "partner_of",
+    "uses",
+    "family_of",
+    "member_of",
+    "works_on",  # with assigned_to, an inverse pair: stored in one direction
+    "assigned_to",
+    "manages",
+    "reports_to",
+]
 
 
 @st.composite
@@ -179,6 +192,16 @@ async def test_a_bad_checkpoint_is_reported_and_the_snapshots_are_folded_instead
     assert loaded.report.counts == {"bad_checkpoint": 1} and loaded.checkpoint_through == 0
     assert loaded.tail_snapshots == 12  # nothing lost: every snapshot folded
     assert state_of(loaded.graph) == state_of(MemoryGraph.fold(snapshots, ONTOLOGY, tape=TAPE))
+
+
+def test_a_checkpoint_folded_without_inverse_types_is_not_used_under_them() -> None:
+    data = ONTOLOGY.model_dump()
+    del data["relation_types"]["assigned_to"], data["relation_types"]["reports_to"]
+    plain = Ontology.model_validate(data)
+    assert not plain.inverses and ONTOLOGY.inverses
+    stored = encode_checkpoint(MemoryGraph.fold(stream(2), plain, tape=TAPE), through=2)
+    with pytest.raises(CheckpointError, match="other relation rules"):
+        decode_checkpoint(stored, ONTOLOGY, tape=TAPE)
 
 
 async def test_a_torn_checkpoint_line_in_a_file_store_falls_back_to_the_snapshots(tmp_path) -> None:

@@ -328,6 +328,8 @@ RELATIONS = (
     relation("Tuesday Readers", "located_in", "Cafe Strathmore"),
     relation("Tuesday Readers", "located_in", "Hillhead Library"),
     relation("Skye trip", "located_in", "Isle of Skye"),
+    relation("Cuillin View Hostel", "located_in", "Isle of Skye"),
+    relation("Portree Bunkhouse", "located_in", "Isle of Skye"),
     relation("Jules Abara", "attends", "Skye trip"),
     relation("Callie Munro", "attends", "Skye trip"),
     relation("Club long run", "part_of", "Kelvin Harriers"),

@@ -345,6 +345,7 @@ RELATIONS = (
     relation("Ollie Brennan", "works_for", "Tandem Freight"),
     relation("Anjali Rao", "works_for", "Solace Health"),
     relation("Anjali Rao", "manages", "Analytics team"),
+    relation("Rory Calder", "member_of", "Analytics team"),
     relation("Analytics team", "part_of", "Solace Health"),
     relation("Kwame Asante", "member_of", "Analytics team"),
     relation("Oxford Road", "located_in", "Manchester"),

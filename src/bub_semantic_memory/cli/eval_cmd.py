@@ -178,7 +178,7 @@ def score(
     from bub_semantic_memory.evals.dataset import load_predictions
     from bub_semantic_memory.evals.labels import scoring_config
     from bub_semantic_memory.evals.render import UNDEFINED
-    from bub_semantic_memory.evals.scoring import PRF, score_dataset
+    from bub_semantic_memory.evals.scoring import PRF, Recall, RelationMisses, score_dataset
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     selected = opt.load_selected(fixtures, tags, ids)
@@ -201,10 +201,15 @@ def score(
     table = Table(title=f"{len(selected)} fixtures")
     for column in ("", "precision", "recall", "F1", "tp", "predicted", "gold"):
         table.add_column(column, justify="right" if column else "left")
+
+    def fmt(value: float | None) -> str:
+        return UNDEFINED if value is None else f"{value:.3f}"
+
     scored: list[tuple[str, PRF]] = [
         ("entities", result.entities),
         ("entities (untyped)", result.entities_untyped),
         ("relations", result.relations),
+        ("relations (lenient)", result.relations_lenient or PRF()),
     ]
     if result.facts is not None:  # only where fixtures have gold facts
         scored.append(("facts", result.facts))
@@ -213,15 +218,20 @@ def score(
     for label, prf in scored:
         table.add_row(
             label,
-            *(
-                UNDEFINED if value is None else f"{value:.3f}"
-                for value in (prf.precision, prf.recall, prf.f1)
-            ),
+            *(fmt(v) for v in (prf.precision, prf.recall, prf.f1)),
             str(prf.tp),
             str(prf.predicted),
             str(prf.gold),
         )
+    given = result.relations_given_endpoints or Recall()
+    table.add_row("relations given endpoints", "", fmt(given.recall), "", str(given.tp), "", str(given.gold))
     print_table(stdout, table)
+    misses = result.relation_misses or RelationMisses()
+    stdout.print(
+        f"Missed relations: {misses.no_endpoint} no endpoint, {misses.unrelated} unrelated, "
+        f"{misses.mislabelled} mislabelled",
+        markup=False,
+    )
 
 
 @app.command("compare")
@@ -251,6 +261,45 @@ def compare(
         comparisons=[compare_runs(runs[0], run) for run in runs[1:]],
     )
     opt.print_report(combined, out)
+
+
+@app.command("rescore")
+@handle_errors
+def rescore(
+    report_path: Path = typer.Argument(..., help="A saved report.json."),
+    fixtures: Path = opt.FIXTURES,
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Where to write report.* (default: the report's own directory)."
+    ),
+    synonyms: Path | None = SYNONYMS,
+    label_map: Path | None = LABEL_MAP,
+    prompts_dir: Path | None = opt.PROMPTS_DIR,
+) -> None:
+    """Score a saved report's predictions again on the fixtures' current gold, without any model.
+
+    Each run is scored under its prompt version's ontology (the fixture directory's ontology.yaml
+    when it has one); metrics and comparisons are recomputed, everything else the runs recorded
+    is kept. The report says when it was re-scored and on which dataset.
+    """
+    from bub_semantic_memory.evals.dataset import load_fixtures
+    from bub_semantic_memory.evals.labels import load_label_map, scoring_config
+    from bub_semantic_memory.evals.report import PromptRun, load_report
+    from bub_semantic_memory.evals.rescore import rescore_report
+    from bub_semantic_memory.evals.scoring import ScoringConfig
+    from bub_semantic_memory.extraction._prompts import PromptLibrary
+
+    report = load_report(report_path)
+    library = PromptLibrary(prompts_dir)
+    dataset_ontology = _dataset_ontology(fixtures)
+    labels = load_label_map(label_map) if label_map is not None else None
+    relation_synonyms = _synonyms(synonyms)
+
+    def scoring(run: PromptRun) -> ScoringConfig:
+        ontology = dataset_ontology or library.load(run.prompt).ontology
+        return scoring_config(ontology, labels, relation_synonyms)
+
+    rescored = rescore_report(report, load_fixtures(fixtures), scoring, fixtures_dir=fixtures)
+    opt.print_report(rescored, out if out is not None else report_path.parent)
 
 
 @fixtures_app.command("import")

@@ -11,6 +11,7 @@ construction. Two ways bridge the gap:
       entity_types: {PER: person, ORG: organization, GPE: place}
       relation_types: {"per:siblings": family_of, "org:employees": works_for}
       symmetric: [family_of]      # compared in either direction (besides the ontology's own)
+      inverses: {child_of: parent_of}   # x child_of y is y parent_of x (besides the ontology's own)
 
 * a **dataset ontology**: a fixture directory may hold ``ontology.yaml`` (the same shape
   as a prompt's ``ontology`` front matter). The prompt's template then shows the model
@@ -59,6 +60,8 @@ class LabelMap(BaseModel):
         entity_types: gold entity type -> ontology entity type.
         relation_types: gold relation label -> ontology relation type.
         symmetric: relation types (after mapping) whose direction does not matter.
+        inverses: relation type (after mapping) -> the type it is the inverse of; the key is
+            the form both are compared in.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -66,6 +69,7 @@ class LabelMap(BaseModel):
     entity_types: dict[str, str] = Field(default_factory=dict)
     relation_types: dict[str, str] = Field(default_factory=dict)
     symmetric: list[str] = Field(default_factory=list)
+    inverses: dict[str, str] = Field(default_factory=dict)
 
     def entity_type(self, label: str) -> str:
         """The ontology type ``label`` is scored as."""
@@ -217,11 +221,13 @@ def check_label_space(
 def scoring_config(
     ontology: Ontology, label_map: LabelMap | None = None, relation_synonyms: Mapping[str, str] | None = None
 ) -> ScoringConfig:
-    """How a run under ``ontology`` is scored: its symmetric types, plus the label map and synonyms."""
+    """How a run under ``ontology`` is scored: its symmetric and inverse types, plus the label map
+    and synonyms."""
     labels = label_map or LabelMap()
     return ScoringConfig.from_ontology(
         ontology,
         relation_synonyms={**(relation_synonyms or {}), **labels.relation_types},
         entity_types=labels.entity_types,
         symmetric=labels.symmetric,
+        inverses=labels.inverses,
     )

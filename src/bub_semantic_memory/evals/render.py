@@ -7,6 +7,9 @@ renders to the same bytes.
 
 * :func:`summary_table`, :func:`comparison_table`, :func:`fixture_table`: ``rich`` tables
   for the terminal;
+
+Every summary (terminal, Markdown, HTML) carries the relation diagnostics beside the strict
+scores: lenient P/R/F1, the recall given endpoints and the missed relations by reason.
 * :func:`to_markdown`: a complete ``report.md``;
 * :func:`to_html`: a self-contained ``report.html`` rendered from the Jinja2 template
   ``templates/report.html.j2`` (inline CSS and SVG charts from :mod:`.charts`, no
@@ -208,6 +211,40 @@ def _scores(
     ]
 
 
+def _lenient(metrics: Metrics) -> PRF | None:
+    return metrics.relations_lenient
+
+
+def _miss(metrics: Metrics, reason: Literal["no_endpoint", "unrelated", "mislabelled"]) -> float | None:
+    misses = metrics.relation_misses
+    return None if misses is None else getattr(misses, reason)
+
+
+def _diagnostic_rows() -> list[_SummaryRow]:
+    """Why relations are missed: on entities, on pairing or on labels (see :mod:`.scoring`).
+
+    A report made before these existed shows "–" for them.
+    """
+
+    def lenient(metric: Literal["precision", "recall", "f1"]) -> Callable[[Metrics], float | None]:
+        return lambda m: None if (prf := _lenient(m)) is None else getattr(prf, metric)
+
+    return [
+        _SummaryRow("Relation P (lenient)", lenient("precision"), _score, _signed),
+        _SummaryRow("Relation R (lenient)", lenient("recall"), _score, _signed),
+        _SummaryRow("Relation F1 (lenient)", lenient("f1"), _score, _signed),
+        _SummaryRow(
+            "Relation R given endpoints",
+            lambda m: None if m.relations_given_endpoints is None else m.relations_given_endpoints.recall,
+            _score,
+            _signed,
+        ),
+        _SummaryRow("Missed relations: no endpoint", lambda m: _miss(m, "no_endpoint"), _count),
+        _SummaryRow("Missed relations: unrelated", lambda m: _miss(m, "unrelated"), _count),
+        _SummaryRow("Missed relations: mislabelled", lambda m: _miss(m, "mislabelled"), _count),
+    ]
+
+
 _SUMMARY_ROWS: tuple[_SummaryRow, ...] = (
     *_scores("Entity", lambda m: m.entities, "entity"),
     _SummaryRow("Entity F1 (untyped)", lambda m: m.entities_untyped.f1, _score, _signed),
@@ -222,6 +259,7 @@ _SUMMARY_ROWS: tuple[_SummaryRow, ...] = (
         _signed,
         facts=True,
     ),
+    *_diagnostic_rows(),
     _SummaryRow("Windows without a re-ask", lambda m: m.schema_valid_first_try, _percent, _signed_points),
     _SummaryRow("Success rate", lambda m: m.success_rate, _percent, _signed_points),
     _SummaryRow(
@@ -520,11 +558,27 @@ def _md_run_fixtures(run: PromptRun) -> list[str]:
             f"{_md_facts(result)}{_md_cached(result)}",
             "",
         ]
+        if diagnosis := _relation_diagnosis(result):
+            lines += [diagnosis, ""]
         for title, _, items in _diff_lists(result):
             lines.append(f"- {title}:")
             lines.extend(f"  - {_md_code(item)}" for item in items)
         lines.append("")
     return lines
+
+
+def _relation_diagnosis(result: FixtureResult) -> str:
+    """One line on the fixture's missed relations: lenient F1, recall given endpoints, misses by reason
+    ("" when nothing was missed or the report predates these figures)."""
+    misses, lenient = result.relation_misses, result.relations_lenient
+    given = result.relations_given_endpoints
+    if misses is None or lenient is None or given is None or not result.missed_relations:
+        return ""
+    return (
+        f"Relations lenient F1 {_score(lenient.f1)}, recall given endpoints {_score(given.recall)} "
+        f"({given.tp} of {given.gold}); missed: {misses.no_endpoint} no endpoint, "
+        f"{misses.unrelated} unrelated, {misses.mislabelled} mislabelled"
+    )
 
 
 def _md_scores(result: FixtureResult) -> str:
@@ -549,6 +603,9 @@ def _md_cached(result: FixtureResult) -> str:
     return " (from cache)" if result.cached else ""
 
 
+_RESCORED = "the same predictions, on the gold of the dataset below"
+
+
 def to_markdown(report: Report) -> str:
     """A complete ``report.md``: header facts, summary, comparisons, per-type and per-fixture sections.
 
@@ -564,6 +621,7 @@ def to_markdown(report: Report) -> str:
         "# Eval report",
         "",
         f"- Created: {report.created_at.isoformat()}",
+        *([f"- Re-scored: {report.rescored_at.isoformat()} ({_RESCORED})"] if report.rescored_at else []),
         f"- Fixtures dir: {_md_code(report.fixtures_dir)}",
         f"- Dataset sha256: {_md_code(report.dataset_sha256[:12])}",
         f"- Fixtures: {len(report.fixture_ids)}",
@@ -772,6 +830,7 @@ class _RunView:
     result: FixtureResult | None
     status: str
     lists: tuple[tuple[str, str, list[str]], ...]
+    diagnosis: str = ""
 
 
 @dataclass(frozen=True)
@@ -795,13 +854,14 @@ def _fixture_view(fixture: str, report: Report, names: Sequence[str]) -> _Fixtur
     )
     runs = []
     for run, result in zip(report.runs, results, strict=True):
-        status = ""
+        status = diagnosis = ""
         lists: tuple[tuple[str, str, list[str]], ...] = ()
         if result is not None:
             cached = " · cached" if result.cached else ""
             status = f"ok{cached}" if result.ok else f"failed: {_error_text(result)}{cached}"
             lists = tuple(_diff_lists(result))
-        runs.append(_RunView(run.prompt, run.model, result, status, lists))
+            diagnosis = _relation_diagnosis(result)
+        runs.append(_RunView(run.prompt, run.model, result, status, lists, diagnosis))
     return _FixtureView(
         fixture,
         scores,

@@ -27,7 +27,14 @@ from pydantic import BaseModel, Field
 
 from bub_semantic_memory._models import Snapshot, Usage
 from bub_semantic_memory.evals.dataset import Prediction
-from bub_semantic_memory.evals.scoring import PRF, FixtureDiff
+from bub_semantic_memory.evals.scoring import (
+    PRF,
+    FixtureDiff,
+    FixtureScore,
+    Recall,
+    RelationMisses,
+    aggregate,
+)
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
@@ -40,10 +47,12 @@ __all__ = [
     "load_report",
     "paired_bootstrap",
     "percentile",
+    "run_metrics",
 ]
 
-REPORT_SCHEMA_VERSION = 2
-"""2: precision, recall, F1 and comparison deltas may be null (undefined)."""
+REPORT_SCHEMA_VERSION = 3
+"""2: precision, recall, F1 and comparison deltas may be null (undefined). 3: relation diagnostics
+(``relations_lenient``, ``relations_given_endpoints``, ``relation_misses``; null in reports made before)."""
 DEFAULT_RESAMPLES = 2000
 
 
@@ -95,6 +104,16 @@ class Metrics(BaseModel):
     )
     fact_dates: PRF | None = Field(
         default=None, description="Of the matched facts whose gold fact has a date, those dated right."
+    )
+    relations_lenient: PRF | None = Field(
+        default=None, description="Relations with endpoints matched, type and direction ignored."
+    )
+    relations_given_endpoints: Recall | None = Field(
+        default=None,
+        description="Of the gold relations whose two endpoints were extracted, the share matched strictly.",
+    )
+    relation_misses: RelationMisses | None = Field(
+        default=None, description="Missed gold relations by reason: no endpoint, unrelated, mislabelled."
     )
     per_entity_type: dict[str, PRF] = Field(default_factory=dict)
     per_relation_type: dict[str, PRF] = Field(default_factory=dict)
@@ -170,6 +189,8 @@ class Report(BaseModel):
 
     schema_version: int = REPORT_SCHEMA_VERSION
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    rescored_at: datetime | None = None
+    """When the predictions were last re-scored (``eval rescore``) on the gold ``dataset_sha256`` names."""
     fixtures_dir: str
     dataset_sha256: str
     fixture_ids: list[str]
@@ -249,6 +270,52 @@ def paired_bootstrap(
         if resampled is not None:
             deltas.append(resampled)
     return delta, (round(percentile(deltas, 0.025), 6), round(percentile(deltas, 0.975), 6))
+
+
+def run_metrics(
+    results: Sequence[FixtureResult], scores: Sequence[FixtureScore], *, forbidden_checked: int = 0
+) -> Metrics:
+    """A run's :class:`Metrics`: its fixtures' scores micro-averaged, and their calls, tokens and latency.
+
+    Args:
+        forbidden_checked: how many of the fixtures' golds forbid names.
+    """
+    dataset = aggregate(scores)
+    calls = sum(r.calls for r in results)
+    attempts = sum(r.usage.attempts for r in results)
+    # A cached fixture carries the latencies of the run that filled the cache (the report says so).
+    latencies = [latency for r in results for latency in r.call_latencies_s]
+    return Metrics(
+        fixtures=len(results),
+        failed_fixtures=sum(1 for r in results if not r.ok),
+        entities=dataset.entities,
+        entities_untyped=dataset.entities_untyped,
+        relations=dataset.relations,
+        facts=dataset.facts,
+        fact_dates=dataset.fact_dates,
+        relations_lenient=dataset.relations_lenient,
+        relations_given_endpoints=dataset.relations_given_endpoints,
+        relation_misses=dataset.relation_misses,
+        per_entity_type=dataset.per_entity_type,
+        per_relation_type=dataset.per_relation_type,
+        schema_valid_first_try=round(sum(r.first_try_valid_calls for r in results) / calls, 4)
+        if calls
+        else 1.0,
+        success_rate=round(sum(1 for r in results if r.ok) / len(results), 4) if results else 0.0,
+        mean_attempts=round(attempts / calls, 4) if calls else 0.0,
+        mean_reasks=round(sum(r.usage.reasks for r in results) / calls, 4) if calls else 0.0,
+        calls=calls,
+        prompt_tokens=sum(r.usage.prompt_tokens for r in results),
+        cached_tokens=sum(r.usage.cached_tokens for r in results),
+        completion_tokens=sum(r.usage.completion_tokens for r in results),
+        requests_made=sum(r.requests_made for r in results),
+        cached_fixtures=sum(1 for r in results if r.cached),
+        dropped_items=sum(len(r.dropped) for r in results),
+        forbidden_checked=forbidden_checked,
+        forbidden_fixtures=sum(1 for r in results if r.forbidden_extracted),
+        latency_p50_s=round(percentile(latencies, 0.5), 3) if latencies else None,
+        latency_p95_s=round(percentile(latencies, 0.95), 3) if latencies else None,
+    )
 
 
 def compare_runs(

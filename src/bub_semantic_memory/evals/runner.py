@@ -40,13 +40,12 @@ from bub_semantic_memory.evals.labels import LabelMap, ontology_sha256, scoring_
 from bub_semantic_memory.evals.progress import RunProgress
 from bub_semantic_memory.evals.report import (
     FixtureResult,
-    Metrics,
     PromptRun,
     Report,
     compare_runs,
-    percentile,
+    run_metrics,
 )
-from bub_semantic_memory.evals.scoring import FixtureScore, ScoringConfig, aggregate, score_fixture
+from bub_semantic_memory.evals.scoring import FixtureScore, ScoringConfig, score_fixture
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
@@ -224,44 +223,6 @@ class _PromptRunner:
         return result, score
 
 
-def _metrics(
-    results: Sequence[FixtureResult], scores: Sequence[FixtureScore], *, forbidden_checked: int = 0
-) -> Metrics:
-    dataset = aggregate(scores)
-    calls = sum(r.calls for r in results)
-    attempts = sum(r.usage.attempts for r in results)
-    # A cached fixture carries the latencies of the run that filled the cache (the report says so).
-    latencies = [latency for r in results for latency in r.call_latencies_s]
-    return Metrics(
-        fixtures=len(results),
-        failed_fixtures=sum(1 for r in results if not r.ok),
-        entities=dataset.entities,
-        entities_untyped=dataset.entities_untyped,
-        relations=dataset.relations,
-        facts=dataset.facts,
-        fact_dates=dataset.fact_dates,
-        per_entity_type=dataset.per_entity_type,
-        per_relation_type=dataset.per_relation_type,
-        schema_valid_first_try=round(sum(r.first_try_valid_calls for r in results) / calls, 4)
-        if calls
-        else 1.0,
-        success_rate=round(sum(1 for r in results if r.ok) / len(results), 4) if results else 0.0,
-        mean_attempts=round(attempts / calls, 4) if calls else 0.0,
-        mean_reasks=round(sum(r.usage.reasks for r in results) / calls, 4) if calls else 0.0,
-        calls=calls,
-        prompt_tokens=sum(r.usage.prompt_tokens for r in results),
-        cached_tokens=sum(r.usage.cached_tokens for r in results),
-        completion_tokens=sum(r.usage.completion_tokens for r in results),
-        requests_made=sum(r.requests_made for r in results),
-        cached_fixtures=sum(1 for r in results if r.cached),
-        dropped_items=sum(len(r.dropped) for r in results),
-        forbidden_checked=forbidden_checked,
-        forbidden_fixtures=sum(1 for r in results if r.forbidden_extracted),
-        latency_p50_s=round(percentile(latencies, 0.5), 3) if latencies else None,
-        latency_p95_s=round(percentile(latencies, 0.95), 3) if latencies else None,
-    )
-
-
 async def run_eval(
     fixtures: Sequence[Fixture],
     prompts: Sequence[PromptTemplate],
@@ -327,7 +288,7 @@ async def _run_prompt(
         model=options.model,
         model_class=runner.extractor.traits.model_class,
         mode=runner.extractor.mode,
-        metrics=_metrics(
+        metrics=run_metrics(
             [r for r, _ in scored],
             [s for _, s in scored],
             forbidden_checked=sum(1 for f in fixtures if f.gold.forbidden),

@@ -24,7 +24,21 @@ entities) is matched by its normalised name instead. A predicted relation matche
 gold relation when both endpoints land on the gold endpoints and the types are equal
 after :attr:`ScoringConfig.relation_synonyms` maps both sides to a canonical type.
 Symmetric types (:attr:`ScoringConfig.symmetric_relations`, checked on the canonical
-type) also match reversed. Relation matching is one-to-one too.
+type) also match reversed, and a type declared the inverse of another
+(:attr:`ScoringConfig.inverse_relations`) matches that type reversed: ``Ana works_on T-12``
+states the gold ``T-12 assigned_to Ana``. One fact stated twice (both ways of a symmetric
+type, or from both ends of an inverse pair) counts once, in the prediction and in the gold.
+Relation matching is one-to-one too.
+
+Relation diagnostics say why a gold relation is missed. After the strict matching, the gold
+relations left are paired one to one with the predictions left whose endpoints land on
+theirs, whatever the type and direction: these are *mislabelled*. Of the rest, a relation
+whose two endpoints were both extracted (aligned, or for a dangling endpoint, named by a
+prediction) is *unrelated*, else it has *no endpoint*. The lenient score counts the strict
+and the mislabelled matches as true positives (type and direction ignored), and the recall
+given endpoints is the strict matches over the gold relations whose endpoints were both
+extracted: a low entity recall, a low recall given endpoints and a lenient score far above
+the strict one point at entities, pairing and labels respectively.
 
 Facts. A fixture's gold facts (``facts.json``) are scored when it has them. A predicted fact is
 a candidate for a gold fact when they are about a common entity (one of the prediction's ``about``
@@ -60,9 +74,8 @@ taken, so a dataset metric is undefined only when every fixture's is.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -74,12 +87,15 @@ from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._statements import name_words, similarity
 from bub_semantic_memory.evals.dataset import Gold, GoldEntity, GoldFact, GoldRelation, Prediction
+from bub_semantic_memory.evals.matching import min_cost_matching
 
 __all__ = [
     "PRF",
     "DatasetScore",
     "FixtureDiff",
     "FixtureScore",
+    "Recall",
+    "RelationMisses",
     "ScoringConfig",
     "aggregate",
     "score_dataset",
@@ -131,6 +147,54 @@ class PRF(BaseModel):
         )
 
 
+class Recall(BaseModel):
+    """A recall on its own: ``tp`` of ``gold``, undefined (None) when ``gold`` is 0. ``+`` sums the counts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tp: int = Field(default=0, ge=0)
+    gold: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _check_counts(self) -> Recall:
+        if self.tp > self.gold:
+            raise ValueError(f"tp {self.tp} exceeds gold {self.gold}")
+        return self
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def recall(self) -> float | None:
+        """tp / gold; None (undefined) when the gold is empty."""
+        return self.tp / self.gold if self.gold else None
+
+    def __add__(self, other: Recall) -> Recall:
+        return Recall(tp=self.tp + other.tp, gold=self.gold + other.gold)
+
+
+class RelationMisses(BaseModel):
+    """Why gold relations were missed: each missed gold relation counts under one reason.
+
+    Attributes:
+        no_endpoint: an endpoint entity was never extracted (the relation fails on entities).
+        unrelated: both endpoints were extracted, but not related (it fails on pairing).
+        mislabelled: both endpoints were related, with another type or direction (it fails on
+            the label).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    no_endpoint: int = Field(default=0, ge=0)
+    unrelated: int = Field(default=0, ge=0)
+    mislabelled: int = Field(default=0, ge=0)
+
+    def __add__(self, other: RelationMisses) -> RelationMisses:
+        return RelationMisses(
+            no_endpoint=self.no_endpoint + other.no_endpoint,
+            unrelated=self.unrelated + other.unrelated,
+            mislabelled=self.mislabelled + other.mislabelled,
+        )
+
+
 def _symmetric_types(ontology: Ontology) -> frozenset[str]:
     return frozenset(name for name, rel in ontology.relation_types.items() if rel.symmetric)
 
@@ -143,6 +207,9 @@ class ScoringConfig:
         symmetric_relations: relation types whose direction does not matter; none by
             default. ``from_ontology`` takes them from the ontology being evaluated, so
             the scorer never assumes one prompt's types for another's predictions.
+        inverse_relations: canonical type -> its inverse (``{"assigned_to": "works_on"}``: ``x
+            assigned_to y`` is the fact ``y works_on x``), checked after the synonym map; none
+            by default, the ontology's with ``from_ontology``.
         relation_synonyms: maps a relation type to its canonical type before comparing,
             on both sides (``{"employed_by": "works_for"}``); applied once, not transitively.
         entity_types: maps an entity type to the type it is compared as, on both sides
@@ -156,12 +223,14 @@ class ScoringConfig:
     relation_synonyms: Mapping[str, str] = field(default_factory=dict)
     type_aware: bool = True
     entity_types: Mapping[str, str] = field(default_factory=dict)
+    inverse_relations: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Private read-only copies: the caller's dicts can change without changing the config.
         object.__setattr__(self, "relation_synonyms", MappingProxyType(dict(self.relation_synonyms)))
         object.__setattr__(self, "entity_types", MappingProxyType(dict(self.entity_types)))
         object.__setattr__(self, "symmetric_relations", frozenset(self.symmetric_relations))
+        object.__setattr__(self, "inverse_relations", MappingProxyType(dict(self.inverse_relations)))
 
     def __hash__(self) -> int:
         return hash(
@@ -170,6 +239,7 @@ class ScoringConfig:
                 tuple(sorted(self.relation_synonyms.items())),
                 self.type_aware,
                 tuple(sorted(self.entity_types.items())),
+                tuple(sorted(self.inverse_relations.items())),
             )
         )
 
@@ -182,18 +252,28 @@ class ScoringConfig:
         type_aware: bool = True,
         entity_types: Mapping[str, str] | None = None,
         symmetric: Iterable[str] = (),
+        inverses: Mapping[str, str] | None = None,
     ) -> ScoringConfig:
-        """A config whose symmetric relation types are those of ``ontology`` plus ``symmetric``."""
+        """A config whose symmetric and inverse relation types are those of ``ontology`` (its
+        declared inverses, or the defaults that apply to it) plus ``symmetric`` and ``inverses``."""
         return cls(
             symmetric_relations=_symmetric_types(ontology) | frozenset(symmetric),
             relation_synonyms=dict(relation_synonyms or {}),
             type_aware=type_aware,
             entity_types=dict(entity_types or {}),
+            inverse_relations={**ontology.inverses, **(inverses or {})},
         )
 
     def canonical(self, relation_type: str) -> str:
         """The relation type after the synonym map."""
         return self.relation_synonyms.get(relation_type, relation_type)
+
+    def oriented(self, relation_type: str) -> tuple[str, bool]:
+        """The type a relation is compared as (after the synonym map, the inverse's canonical
+        type), and whether its ends turn around for it."""
+        kind = self.canonical(relation_type)
+        canonical = next((c for c, inverse in self.inverse_relations.items() if inverse == kind), None)
+        return (canonical, True) if canonical is not None else (kind, False)
 
     def entity_type(self, entity_type: str) -> str:
         """The entity type after the entity type map."""
@@ -206,7 +286,13 @@ class FixtureDiff(BaseModel):
     Attributes:
         entities: entity PRF with the type-aware alignment (see :attr:`ScoringConfig.type_aware`).
         entities_untyped: entity PRF ignoring types.
-        relations: relation PRF, endpoints aligned through ``entities``' alignment.
+        relations: relation PRF, endpoints aligned through ``entities``' alignment (strict: the
+            type and direction must agree, modulo symmetric and inverse types).
+        relations_lenient: relation PRF when only the endpoints must agree (type and direction
+            ignored): the strict matches, plus the rest paired by their endpoints.
+        relations_given_endpoints: of the gold relations whose two endpoints were both extracted,
+            those matched strictly (did the extraction relate what it found, and label it right?).
+        relation_misses: the missed gold relations by reason (see :class:`RelationMisses`).
         missed_entities: gold entities left unaligned, as ``type:Name``.
         spurious_entities: predicted entities left unaligned, as ``type:Name``.
         missed_relations: gold relations left unmatched, as ``Source -type-> Target``.
@@ -221,6 +307,9 @@ class FixtureDiff(BaseModel):
     entities: PRF = Field(default_factory=PRF)
     entities_untyped: PRF = Field(default_factory=PRF)
     relations: PRF = Field(default_factory=PRF)
+    relations_lenient: PRF | None = None
+    relations_given_endpoints: Recall | None = None
+    relation_misses: RelationMisses | None = None
     missed_entities: list[str] = Field(default_factory=list)
     spurious_entities: list[str] = Field(default_factory=list)
     missed_relations: list[str] = Field(default_factory=list)
@@ -257,6 +346,8 @@ class DatasetScore(BaseModel):
         entities: summed type-aware entity counts.
         entities_untyped: summed type-agnostic entity counts.
         relations: summed relation counts.
+        relations_lenient / relations_given_endpoints / relation_misses: summed (see
+            :class:`FixtureDiff`; None when no fixture has them).
         facts / fact_dates: summed over the fixtures that score facts (None: none does).
         per_entity_type: summed per-type entity counts, keyed by type.
         per_relation_type: summed per-type relation counts, keyed by canonical type.
@@ -266,6 +357,9 @@ class DatasetScore(BaseModel):
     entities: PRF = Field(default_factory=PRF)
     entities_untyped: PRF = Field(default_factory=PRF)
     relations: PRF = Field(default_factory=PRF)
+    relations_lenient: PRF | None = None
+    relations_given_endpoints: Recall | None = None
+    relation_misses: RelationMisses | None = None
     facts: PRF | None = None
     fact_dates: PRF | None = None
     per_entity_type: dict[str, PRF] = Field(default_factory=dict)
@@ -328,6 +422,9 @@ def aggregate(scores: Sequence[FixtureScore]) -> DatasetScore:
         entities=sum((s.entities for s in scores), PRF()),
         entities_untyped=sum((s.entities_untyped for s in scores), PRF()),
         relations=sum((s.relations for s in scores), PRF()),
+        relations_lenient=_summed(s.relations_lenient for s in scores),
+        relations_given_endpoints=_summed(s.relations_given_endpoints for s in scores),
+        relation_misses=_summed(s.relation_misses for s in scores),
         per_entity_type=dict(sorted(per_entity.items())),
         per_relation_type=dict(sorted(per_relation.items())),
         facts=_summed(s.facts for s in scores),
@@ -336,9 +433,14 @@ def aggregate(scores: Sequence[FixtureScore]) -> DatasetScore:
     )
 
 
-def _summed(scores: Iterable[PRF | None]) -> PRF | None:
+def _summed[T: (PRF, Recall, RelationMisses)](scores: Iterable[T | None]) -> T | None:
     present = [score for score in scores if score is not None]
-    return sum(present, PRF()) if present else None
+    if not present:
+        return None
+    total = present[0]
+    for score in present[1:]:
+        total = total + score
+    return total
 
 
 def _merge(into: dict[str, PRF], other: Mapping[str, PRF]) -> None:
@@ -361,40 +463,25 @@ def _score(
     alignment = typed if config.type_aware else untyped
     n_pred, n_gold = len(prediction.entities), len(gold.entities)
 
-    relation_matches = _align_relations(prediction, gold, alignment, config)
+    relations = _score_relations(prediction, gold, alignment, config)
 
     per_entity_type = _per_type(
         [e.type for e in prediction.entities],
         [e.type for e in gold.entities],
         [gold.entities[g].type for g in typed.values()],
     )
-    per_relation_type = _per_type(
-        [config.canonical(r.type) for r in prediction.relations],
-        [config.canonical(r.type) for r in gold.relations],
-        [config.canonical(gold.relations[g].type) for g in relation_matches.values()],
-    )
     aligned_gold = set(alignment.values())
-    matched_gold_relations = set(relation_matches.values())
     fact_scores = _fact_scores(prediction, gold, facts, alignment) if facts is not None else {}
     return FixtureScore(
         **fact_scores,
+        **relations,
         fixture=fixture_id,
         entities=PRF(tp=len(alignment), predicted=n_pred, gold=n_gold),
         entities_untyped=PRF(tp=len(untyped), predicted=n_pred, gold=n_gold),
-        relations=PRF(
-            tp=len(relation_matches), predicted=len(prediction.relations), gold=len(gold.relations)
-        ),
         missed_entities=[_entity_label(e) for i, e in enumerate(gold.entities) if i not in aligned_gold],
         spurious_entities=[_entity_label(e) for i, e in enumerate(prediction.entities) if i not in alignment],
-        missed_relations=[
-            _relation_label(r) for i, r in enumerate(gold.relations) if i not in matched_gold_relations
-        ],
-        spurious_relations=[
-            _relation_label(r) for i, r in enumerate(prediction.relations) if i not in relation_matches
-        ],
         forbidden_extracted=_forbidden_extracted(prediction.entities, gold.forbidden),
         per_entity_type=per_entity_type,
-        per_relation_type=per_relation_type,
     )
 
 
@@ -473,7 +560,7 @@ def _align_entities(
             else:
                 cost = 4
             costs[(p, g)] = cost + (0 if same_type else 1)
-    return _min_cost_matching(len(predicted), len(gold), costs)
+    return min_cost_matching(len(predicted), len(gold), costs)
 
 
 def _resolve(name: str, entities: list[GoldEntity]) -> set[int]:
@@ -491,10 +578,60 @@ type _Endpoint = int | str
 """A relation endpoint: a gold entity's index, or the normalised name of a dangling gold endpoint."""
 
 
-def _align_relations(
+@dataclass(frozen=True)
+class _Stated:
+    """A relation as compared: its ends (what each can land on), its type after the synonym map
+    and turned to the canonical type of an inverse pair, and whether its direction matters."""
+
+    source: frozenset[_Endpoint]
+    type: str
+    target: frozenset[_Endpoint]
+    symmetric: bool
+
+    @classmethod
+    def of(
+        cls, relation: GoldRelation, ends: Callable[[str], set[_Endpoint]], config: ScoringConfig
+    ) -> _Stated:
+        kind, turned = config.oriented(relation.type)
+        source, target = frozenset(ends(relation.source)), frozenset(ends(relation.target))
+        if turned:
+            source, target = target, source
+        return cls(source, kind, target, kind in config.symmetric_relations)
+
+    def same_fact(self, other: _Stated) -> int | None:
+        """0 when ``other`` states this fact as written, 1 reversed (a symmetric type), else None."""
+        if self.type != other.type:
+            return None
+        return self.same_ends(other, either_way=self.symmetric)
+
+    def same_ends(self, other: _Stated, *, either_way: bool = True) -> int | None:
+        """0 when the ends land on ``other``'s as written, 1 crossed (when ``either_way``), else None."""
+        if self.source & other.source and self.target & other.target:
+            return 0
+        if either_way and self.source & other.target and self.target & other.source:
+            return 1
+        return None
+
+
+def _distinct(stated: list[_Stated]) -> list[int]:
+    """Indices of the relations that state a fact no earlier one states (the first listing is kept)."""
+    kept: list[int] = []
+    for index, relation in enumerate(stated):
+        if all(relation.same_fact(stated[k]) is None for k in kept):
+            kept.append(index)
+    return kept
+
+
+def _score_relations(
     prediction: Prediction, gold: Gold, alignment: Mapping[int, int], config: ScoringConfig
-) -> dict[int, int]:
-    """One-to-one relation matching, predicted index -> gold index."""
+) -> dict[str, Any]:
+    """The relation fields of a fixture's score.
+
+    One fact stated twice (a symmetric type both ways, or both types of an inverse pair) counts
+    once on either side. Strict matches first; the gold relations left are then paired, one to one,
+    with the predictions left whose ends land on theirs in any direction and type (lenient
+    matches, "mislabelled"); the rest are missed because an end was not extracted, or not related.
+    """
 
     def endpoint(name: str) -> set[_Endpoint]:
         predicted = _resolve(name, prediction.entities)
@@ -505,126 +642,71 @@ def _align_relations(
         entities: set[_Endpoint] = set(_resolve(name, gold.entities))
         return entities or {normalize_name(name)}  # dangling: matched by name
 
-    gold_ends = [
-        (gold_endpoint(r.source), gold_endpoint(r.target), config.canonical(r.type)) for r in gold.relations
-    ]
+    predicted_all = [_Stated.of(r, endpoint, config) for r in prediction.relations]
+    gold_all = [_Stated.of(r, gold_endpoint, config) for r in gold.relations]
+    p_index, g_index = _distinct(predicted_all), _distinct(gold_all)
+    predicted, golden = [predicted_all[i] for i in p_index], [gold_all[i] for i in g_index]
+
+    strict = min_cost_matching(len(predicted), len(golden), _pair_costs(predicted, golden, strict=True))
+    left_p = [p for p in range(len(predicted)) if p not in strict]
+    left_g = [g for g in range(len(golden)) if g not in set(strict.values())]
+    loose = min_cost_matching(
+        len(left_p),
+        len(left_g),
+        _pair_costs([predicted[p] for p in left_p], [golden[g] for g in left_g], strict=False),
+    )
+    mislabelled = {left_g[g] for g in loose.values()}
+
+    extracted: set[_Endpoint] = set(alignment.values())
+    extracted |= {normalize_name(n) for e in prediction.entities for n in (e.name, *e.aliases)}
+    extracted |= {normalize_name(n) for r in prediction.relations for n in (r.source, r.target)}
+    unmatched = [g for g in left_g if g not in mislabelled]
+    both_ends = [g for g in unmatched if golden[g].source & extracted and golden[g].target & extracted]
+
+    gold_relations = [gold.relations[i] for i in g_index]
+    predicted_relations = [prediction.relations[i] for i in p_index]
+    matched_gold = set(strict.values())
+    # A prediction matched through an inverse counts under the gold relation's type.
+    per_relation_type = _per_type(
+        [
+            config.canonical(gold_relations[strict[p]].type if p in strict else r.type)
+            for p, r in enumerate(predicted_relations)
+        ],
+        [config.canonical(r.type) for r in gold_relations],
+        [config.canonical(gold_relations[g].type) for g in strict.values()],
+    )
+    return {
+        "relations": PRF(tp=len(strict), predicted=len(predicted), gold=len(golden)),
+        "relations_lenient": PRF(tp=len(strict) + len(loose), predicted=len(predicted), gold=len(golden)),
+        "relations_given_endpoints": Recall(
+            tp=len(strict), gold=len(strict) + len(mislabelled) + len(both_ends)
+        ),
+        "relation_misses": RelationMisses(
+            no_endpoint=len(unmatched) - len(both_ends),
+            unrelated=len(both_ends),
+            mislabelled=len(mislabelled),
+        ),
+        "missed_relations": [
+            _relation_label(r) for g, r in enumerate(gold_relations) if g not in matched_gold
+        ],
+        "spurious_relations": [
+            _relation_label(r) for p, r in enumerate(predicted_relations) if p not in strict
+        ],
+        "per_relation_type": per_relation_type,
+    }
+
+
+def _pair_costs(predicted: list[_Stated], gold: list[_Stated], *, strict: bool) -> dict[tuple[int, int], int]:
+    """Candidate pairs and their costs: strict (same fact) or lenient (same ends, any type or direction)."""
     costs: dict[tuple[int, int], int] = {}
-    for p, relation in enumerate(prediction.relations):
-        kind = config.canonical(relation.type)
-        source, target = endpoint(relation.source), endpoint(relation.target)
-        if not source or not target:
+    for p, relation in enumerate(predicted):
+        if not relation.source or not relation.target:
             continue
-        symmetric = kind in config.symmetric_relations
-        for g, (gold_source, gold_target, gold_kind) in enumerate(gold_ends):
-            if gold_kind != kind:
-                continue
-            if source & gold_source and target & gold_target:
-                costs[(p, g)] = 0
-            elif symmetric and source & gold_target and target & gold_source:
-                costs[(p, g)] = 1
-    return _min_cost_matching(len(prediction.relations), len(gold.relations), costs)
-
-
-def _min_cost_matching(n_left: int, n_right: int, costs: Mapping[tuple[int, int], int]) -> dict[int, int]:
-    """A maximum-cardinality bipartite matching of minimum total cost, left -> right.
-
-    Successive shortest augmenting paths (Bellman-Ford, since reversed matched edges
-    have negative cost): each augmentation adds one pair at the least extra cost, so the
-    final matching is of maximum size and, among those, of minimum cost. Ties are broken
-    by index, so the result is deterministic.
-    """
-    matching: dict[int, int] = {}
-    for component in _components(costs):
-        if len(component) == 1:  # the common case: one candidate pair, nothing to choose
-            [(left, right)] = component
-            matching[left] = right
-            continue
-        lefts = sorted({left for left, _ in component})
-        rights = sorted({right for _, right in component})
-        left_index = {left: i for i, left in enumerate(lefts)}
-        right_index = {right: i for i, right in enumerate(rights)}
-        local = {(left_index[left], right_index[right]): costs[(left, right)] for left, right in component}
-        for left, right in _solve(len(lefts), len(rights), local).items():
-            matching[lefts[left]] = rights[right]
-    return matching
-
-
-def _components(costs: Mapping[tuple[int, int], int]) -> list[list[tuple[int, int]]]:
-    """Candidate pairs grouped into connected components (independent sub-problems)."""
-    parent: dict[tuple[str, int], tuple[str, int]] = {}
-
-    def find(node: tuple[str, int]) -> tuple[str, int]:
-        parent.setdefault(node, node)
-        while parent[node] != node:
-            parent[node] = parent[parent[node]]
-            node = parent[node]
-        return node
-
-    for left, right in costs:
-        parent[find(("l", left))] = find(("r", right))
-    groups: dict[tuple[str, int], list[tuple[int, int]]] = {}
-    for pair in sorted(costs):
-        groups.setdefault(find(("l", pair[0])), []).append(pair)
-    return list(groups.values())
-
-
-def _solve(n_left: int, n_right: int, costs: Mapping[tuple[int, int], int]) -> dict[int, int]:
-    """Successive shortest augmenting paths on one component."""
-    adjacency: dict[int, list[tuple[int, int]]] = {}
-    for (left, right), cost in sorted(costs.items()):
-        adjacency.setdefault(left, []).append((right, cost))
-    match_left: dict[int, int] = {}
-    match_right: dict[int, int] = {}
-    while True:
-        path = _shortest_augmenting_path(n_left, n_right, adjacency, costs, match_left, match_right)
-        if path is None:
-            return match_left
-        for left, right in path:
-            match_left[left] = right
-            match_right[right] = left
-
-
-def _shortest_augmenting_path(
-    n_left: int,
-    n_right: int,
-    adjacency: Mapping[int, list[tuple[int, int]]],
-    costs: Mapping[tuple[int, int], int],
-    match_left: Mapping[int, int],
-    match_right: Mapping[int, int],
-) -> list[tuple[int, int]] | None:
-    """The cheapest path from a free left node to a free right node, as the pairs it matches."""
-    dist_left = [0.0 if left not in match_left else math.inf for left in range(n_left)]
-    dist_right = [math.inf] * n_right
-    came_from: list[int] = [-1] * n_right  # right -> the left node it was reached from
-    changed = True
-    while changed:
-        changed = False
-        for left in range(n_left):
-            if dist_left[left] == math.inf:
-                continue
-            for right, cost in adjacency.get(left, ()):
-                if match_left.get(left) == right:
-                    continue
-                if dist_left[left] + cost < dist_right[right]:
-                    dist_right[right] = dist_left[left] + cost
-                    came_from[right] = left
-                    changed = True
-        for right, left in match_right.items():
-            candidate = dist_right[right] - costs[(left, right)]
-            if candidate < dist_left[left]:
-                dist_left[left] = candidate
-                changed = True
-    ends = [r for r in range(n_right) if r not in match_right and dist_right[r] < math.inf]
-    if not ends:
-        return None
-    right = min(ends, key=lambda r: (dist_right[r], r))
-    pairs: list[tuple[int, int]] = []
-    while True:
-        left = came_from[right]
-        pairs.append((left, right))
-        if left not in match_left:
-            return pairs
-        right = match_left[left]
+        for g, gold_relation in enumerate(gold):
+            cost = relation.same_fact(gold_relation) if strict else relation.same_ends(gold_relation)
+            if cost is not None:
+                costs[(p, g)] = cost
+    return costs
 
 
 SAME_STATEMENT = 0.5
@@ -688,4 +770,4 @@ def _align_facts(
             shared_turn = bool(set(fact.evidence) & set(gold_fact.evidence))
             if alike >= SAME_STATEMENT or (shared_turn and alike >= SAME_STATEMENT_AND_TURN):
                 costs[(p, g)] = round((1.0 - alike) * _SIMILARITY_COST)
-    return _min_cost_matching(len(prediction.facts), len(facts), costs)
+    return min_cost_matching(len(prediction.facts), len(facts), costs)

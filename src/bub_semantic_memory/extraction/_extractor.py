@@ -48,12 +48,15 @@ from bub_semantic_memory.backends._transport import (
 )
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._pairs import co_mentioned_pairs, endpoints_of, relation_pairs
 from bub_semantic_memory.extraction._responses import (
     MAX_CLASSIFIED,
+    MAX_PAIRS,
     Constraints,
     ExtractionResponse,
     build_classification_model,
     build_entities_model,
+    build_pairs_model,
     build_phrases_model,
     build_relations_model,
     build_response_model,
@@ -442,6 +445,40 @@ class Extractor:
         call.relations = linked.resolved()[1] if linked is not None else []
         call.facts = linked.resolved_facts() if linked is not None else []
 
+    async def _call_pairs(self, call: _WindowCall) -> None:
+        """A relation or none for each pair of entities one new line names together that the
+        relations call left unrelated (see :mod:`._pairs`).
+
+        The entities found and the known ones listed are the endpoints; one call asks about at
+        most :data:`MAX_PAIRS` pairs, first co-mention first (the rest are counted as dropped).
+        The relations found add to the relations call's.
+        """
+        found = {e.key: KnownEntity.of(e) for e in call.entities}
+        known = [k for k in call.listed if k.key not in found]
+        entities = [*found.values(), *known]
+        names = {k.key: k.name for k in entities}
+        related = relation_pairs(((r.source, r.target) for r in call.relations), names)
+        endpoints = endpoints_of((k.name, k.type, k.aliases) for k in entities)
+        pairs, more = co_mentioned_pairs(
+            self.prompt.ontology, call.window.lines.lines, endpoints, related, limit=MAX_PAIRS
+        )
+        if more:
+            call.ledger.dropped.append(
+                f"pairs: {more} co-mentioned pair(s) after the first {MAX_PAIRS} were not asked"
+            )
+        if not pairs:
+            return
+        model = build_pairs_model(self.prompt.ontology, tuple(pairs))
+        scope = dataclasses.replace(call.scope, known={**call.scope.known, **found})
+        messages = self._messages(
+            call.window, call.listed, step=Step.PAIRS, entities=call.entities, pairs=[p.key for p in pairs]
+        )
+        linked = await self._ask_after_entities(Step.PAIRS, model, messages, scope, call.ledger)
+        if linked is None:
+            return
+        stated = {(r.source, r.type, r.target) for r in call.relations}
+        call.relations += [r for r in linked.resolved()[1] if (r.source, r.type, r.target) not in stated]
+
     async def _ask_after_entities(
         self,
         step: Step,
@@ -562,6 +599,7 @@ _STEP_CALLS: dict[Step, Callable[[Extractor, _WindowCall], Awaitable[None]]] = {
     Step.PHRASES: Extractor._call_phrases,
     Step.SWEEP: Extractor._call_sweep,
     Step.RELATIONS: Extractor._call_relations,
+    Step.PAIRS: Extractor._call_pairs,
 }
 """How the extractor makes each kind of call a strategy lists."""
 

@@ -14,7 +14,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Annotated, Any, Literal, Union, cast
+from typing import Annotated, Any, ClassVar, Literal, Union, cast
 
 from pydantic import (
     BaseModel,
@@ -28,6 +28,7 @@ from pydantic import (
 
 from bub_semantic_memory._models import FACT_KINDS, Entity, Fact, Relation, normalize_name
 from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.extraction._pairs import NO_RELATION, Pair, pair_choices
 from bub_semantic_memory.extraction._validation import (
     KnownEntity,
     ValidationScope,
@@ -38,11 +39,13 @@ from bub_semantic_memory.extraction._validation import (
 __all__ = [
     "MAX_CLASSIFIED",
     "MAX_NAME",
+    "MAX_PAIRS",
     "Constraints",
     "ExtractionResponse",
     "build_classification_model",
     "build_entities_model",
     "build_facts_field",
+    "build_pairs_model",
     "build_phrases_model",
     "build_relations_model",
     "build_response_model",
@@ -67,6 +70,7 @@ PHRASE_PATTERN = rf"^[a-z0-9]{_PHRASE_WORD}*( {_PHRASE_WORD}+){{0,4}}$"
 no question, exclamation, comma or semicolon (a grammar turns this into decoding rules; the
 length bound does not survive that, the word bound does)."""
 MAX_CLASSIFIED = 40  # candidate names one classification call types; more: the entities are listed
+MAX_PAIRS = 16  # co-mentioned pairs one pairs call asks about; more are counted as dropped
 MAX_FACTS = 12
 MAX_STATEMENT = 160
 MAX_ABOUT = 3
@@ -376,6 +380,53 @@ class ClassifiedResponse(ExtractionResponse):
             for name, kind in typed.items()
             if owners[name] is None
         ]
+
+
+class PairedResponse(ExtractionResponse):
+    """A pairs answer: one field per co-mentioned pair, holding a sentence of its choices or ``none``.
+
+    Each field's alias is the pair ("Ana / T-12"), so the JSON object's keys are the pairs and a
+    grammar-constrained model answers every one (see :mod:`._pairs`); the class knows what each
+    sentence states.
+    """
+
+    pair_relations: ClassVar[Mapping[str, Mapping[str, tuple[str, str, str]]]] = {}
+    pair_evidence: ClassVar[Mapping[str, tuple[int, ...]]] = {}
+
+    @property
+    def relations(self) -> list[Any]:
+        """The chosen sentences as relation items, with the lines that name both as evidence."""
+        found = []
+        for name, info in type(self).model_fields.items():
+            key, chosen = str(info.alias), str(getattr(self, name))
+            if chosen == NO_RELATION:
+                continue
+            source, relation_type, target = self.pair_relations[key][chosen]
+            found.append(
+                SimpleNamespace(
+                    source=source, type=relation_type, target=target, evidence=list(self.pair_evidence[key])
+                )
+            )
+        return found
+
+
+@functools.lru_cache(maxsize=128)
+def build_pairs_model(ontology: Ontology, pairs: tuple[Pair, ...]) -> type[ExtractionResponse]:
+    """The ``pairs`` step: every co-mentioned pair gets one relation the ontology allows, or ``none``.
+
+    ``pairs`` must have distinct keys and at least one choice each (:func:`._pairs.co_mentioned_pairs`
+    returns such pairs).
+    """
+    fields: dict[str, Any] = {}
+    relations: dict[str, dict[str, tuple[str, str, str]]] = {}
+    for index, pair in enumerate(pairs):
+        choices = pair_choices(ontology, pair)
+        relations[pair.key] = choices
+        fields[f"pair_{index}"] = (_literal([*choices, NO_RELATION]), Field(alias=pair.key))
+    model = cast("type[PairedResponse]", create_model("Pairs", __base__=PairedResponse, **fields))
+    model.pair_relations = relations
+    model.pair_evidence = {pair.key: pair.evidence for pair in pairs}
+    return model
 
 
 def _containing(name: str, typed: Mapping[str, str]) -> str | None:

@@ -37,6 +37,9 @@ class Step(StrEnum):
     """The candidate names the entities call left out get a type or ``none``."""
     RELATIONS = "relations"
     """Relations typed by the ontology over the entities found, in a call of their own."""
+    PAIRS = "pairs"
+    """The pairs of entities one line names together that are not related yet each get a relation
+    the ontology allows between them, or ``none``."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,13 @@ STRATEGIES: dict[str, Strategy] = {
             "sweep",
             (Step.ENTITIES, Step.SWEEP, Step.RELATIONS),
             "as two_step, with a call between the two typing the candidate names the first left out",
+            needs_candidates=True,
+        ),
+        Strategy(
+            "sweep_pairs",
+            (Step.ENTITIES, Step.SWEEP, Step.RELATIONS, Step.PAIRS),
+            "as sweep, then a call giving each co-mentioned pair the relations call left unrelated "
+            "a relation or none",
             needs_candidates=True,
         ),
     )

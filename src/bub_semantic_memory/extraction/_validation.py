@@ -7,7 +7,8 @@ ontology) and collects every problem of an answer into one error, so a single re
 fix them all. It enforces:
 
 * relation endpoints that are entities of this answer or known entities (no dangling
-  ends), with source and target types the relation allows;
+  ends), with source and target types the relation allows (a type of an inverse pair in
+  either direction; it is stored in the pair's canonical form, see :mod:`bub_semantic_memory._ontology`);
 * evidence that points at turn numbers of the transcript window;
 * grounding: each new entity's name or one of its aliases occurs in the window,
   ignoring case and punctuation;
@@ -444,22 +445,26 @@ class _Resolver:
             self.dropped.append(f"{label} links an entity to itself")
             return None
         ontology = self.scope.ontology
-        if not ontology.allows(raw.type, source_type, target_type):
+        oriented = ontology.orient(raw.type, source_type, target_type)
+        if oriented is None:
             relation = ontology.relation_types[raw.type]
             self.problems.append(
                 f"{label}: {raw.type} goes from {'/'.join(relation.source) or 'any'} to "
                 f"{'/'.join(relation.target) or 'any'}, not from {source_type} to {target_type}"
             )
             return None
-        if ontology.is_symmetric(raw.type) and target_key < source_key:
+        # One fact, one form: a relation of an inverse pair is stored as the pair's canonical
+        # type (``Ana works_on T-12`` as ``T-12 assigned_to Ana``), a symmetric one in key order.
+        rel_type, turned = oriented
+        if turned or (ontology.is_symmetric(rel_type) and target_key < source_key):
             source_key, target_key = target_key, source_key
-        rel_key = (source_key, raw.type, target_key)
+        rel_key = (source_key, rel_type, target_key)
         if rel_key in self.relation_keys:
             return None  # the same fact twice has one right answer: keep the first listing
         self.relation_keys.add(rel_key)
         evidence = self._check_evidence(label, list(raw.evidence))
         return Relation(
-            source=source_key, type=raw.type, target=target_key, evidence=sorted_evidence(evidence)
+            source=source_key, type=rel_type, target=target_key, evidence=sorted_evidence(evidence)
         )
 
     def add_fact(self, raw: Any) -> Fact | None:

@@ -6,7 +6,9 @@ Folding rules:
   the same type (after normalisation) merges into it; its key is redirected, so
   relations that use either key land on one node.
 * Relations dedupe on (source, type, target); symmetric types are stored with
-  their endpoints in a canonical order, so ``a knows b`` and ``b knows a`` are one fact.
+  their endpoints in a canonical order, so ``a knows b`` and ``b knows a`` are one fact, and
+  a relation of an inverse pair in the pair's canonical form (:meth:`Ontology.orient`), so
+  ``Ana works_on T-12`` and ``T-12 assigned_to Ana`` are one fact too.
 * A single-valued relation (``lives_in``) has one current value per source. A newer
   value closes the older one (``valid_until``) instead of deleting it, so history
   stays visible. "Newer" is decided by tape position (evidence entry ids), so
@@ -470,11 +472,23 @@ class MemoryGraph:
             self._common_words.add(word)
             del self._by_word[word]
 
+    def _type_of(self, key: str) -> str:
+        node = self._nodes.get(key)
+        return node.type if node is not None else key.partition(":")[0]
+
     def _canonical_key(self, relation: Relation) -> RelationKey:
         source, target = self.resolve(relation.source), self.resolve(relation.target)
-        if self.ontology is not None and self.ontology.is_symmetric(relation.type) and target < source:
+        if self.ontology is None:
+            return (source, relation.type, target)
+        rel_type = relation.type
+        oriented = self.ontology.orient(rel_type, self._type_of(source), self._type_of(target))
+        if oriented is not None:  # a relation the ontology does not allow is kept as it was stored
+            rel_type, turned = oriented
+            if turned:
+                source, target = target, source
+        if self.ontology.is_symmetric(rel_type) and target < source:
             source, target = target, source
-        return (source, relation.type, target)
+        return (source, rel_type, target)
 
     def _add_relation(self, relation: Relation, fallback_position: int) -> None:
         key = self._canonical_key(relation)

@@ -9,7 +9,7 @@ Its state holds:
 ``through``
     the last sidecar entry id folded into it: every entry up to it, none after.
 ``ontology``
-    a fingerprint of the relation rules the fold used (symmetric, single-valued); a
+    a fingerprint of the relation rules the fold used (symmetric, single-valued, inverse); a
     graph folded under other rules would not equal the full fold, so it is ignored.
 ``sha256``
     the SHA-256 of ``graph``, the UTF-8 JSON text of :meth:`MemoryGraph.to_state`.
@@ -58,15 +58,21 @@ class Checkpoint:
 
 
 def ontology_fingerprint(ontology: Ontology | None) -> str:
-    """A short hash of what the fold takes from the ontology: symmetric and single-valued relation types."""
+    """A short hash of what the fold takes from the ontology: symmetric, single-valued and inverse
+    relation types, with the endpoint types of the inverse pairs (they decide the stored direction)."""
     if ontology is None:
-        rules: dict[str, list[str]] = {"symmetric": [], "single_valued": []}
+        rules: dict[str, list[Any]] = {"symmetric": [], "single_valued": []}
     else:
         relations = ontology.relation_types
         rules = {
             "symmetric": sorted(name for name, r in relations.items() if r.symmetric),
             "single_valued": sorted(name for name, r in relations.items() if r.single_valued),
         }
+        if ontology.inverses:  # absent when there are none: those checkpoints stay valid
+            rules["inverses"] = [
+                [name, list(relations[name].source), list(relations[name].target), inverse]
+                for name, inverse in sorted(ontology.inverses.items())
+            ]
     return hashlib.sha256(json.dumps(rules, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -5,8 +5,9 @@ Given facts (entities with names, types, aliases; relations between entity names
 it answers each extraction request with the entities named in the request's
 ``<transcript>`` section and the relations between them, shaped for whichever
 response model the request asks for (``Extraction``, ``Entities``, ``Phrases``,
-``Relations``, or ``Classification``, where each candidate name gets the type of the entity
-it names or ``none``).
+``Relations``, ``Classification``, where each candidate name gets the type of the entity
+it names or ``none``, or ``Pairs``, where each pair gets the choice that states one of the
+relations, or ``none``).
 It is not a model of quality: it shows that the pipeline around the model works.
 
 Prompt versions in candidate mode (``candidates: true``) constrain entity names and aliases
@@ -140,6 +141,8 @@ class OracleResponder:
                     relations.append(edge)
         if name == "Classification":
             return tool_call_reply(name, self._classify(request, mentioned))
+        if name == "Pairs":
+            return tool_call_reply(name, _pick_pairs(request, relations))
         answer: dict[str, Any] = {}
         if "reasoning" in (request.tool_parameters() or {}).get("properties", {}):
             answer["reasoning"] = "The facts the transcript states."
@@ -160,6 +163,14 @@ class OracleResponder:
         }
         candidates = (request.tool_parameters() or {}).get("properties", {})
         return {c: types.get(normalize_name(c), "none") for c in candidates}
+
+
+def _pick_pairs(request: RecordedRequest, relations: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Each pair (a key of the schema) answered with the choice that states one of ``relations``
+    ("T-12 assigned to Ana": source, type in words, target), else ``none``."""
+    stated = {f"{r['source']} {str(r['type']).replace('_', ' ')} {r['target']}" for r in relations}
+    pairs = (request.tool_parameters() or {}).get("properties", {})
+    return {key: next((c for c in _values(prop) if c in stated), "none") for key, prop in pairs.items()}
 
 
 def _split_phrases(parameters: Mapping[str, Any], entities: list[dict[str, Any]]) -> dict[str, Any]:
