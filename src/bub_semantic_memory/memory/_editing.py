@@ -288,11 +288,11 @@ class Changes:
             (len(self.entities_removed), "entity", "removed"),
             (len(self.relations_removed), "relation", "removed"),
             (len(self.facts_removed), "fact", "removed"),
+            (len(self.entities_added), "entity", "added"),
+            (len(self.relations_added), "relation", "added"),
+            (len(self.facts_added), "fact", "added"),
             (len(self.relations_ended), "relation", "ended"),
             (len(self.attributes_changed), "attribute", "changed"),
-            (len(self.entities_added), "entity", "back"),
-            (len(self.relations_added), "relation", "back"),
-            (len(self.facts_added), "fact", "back"),
         ):
             if count:
                 plural = noun if count == 1 else ("entities" if noun == "entity" else noun + "s")
