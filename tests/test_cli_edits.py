@@ -181,3 +181,34 @@ def test_export_writes_three_formats_and_import_adds_it_to_another_tape(tapes: P
     broken.write_text('{"format": "something else"}', encoding="utf-8")
     refused = run(tapes, "import", str(broken), tape=other)
     assert refused.exit_code == 1 and refused.stderr.startswith("Error: not a memory export (format:")
+
+
+def test_purging_a_relation_erases_it_from_snapshots_checkpoints_and_edits(tapes: Path) -> None:
+    assert (
+        run(tapes, "end", "Carol Diaz", "lives_in", "Porto").exit_code == 0
+    )  # an edit about it, and a checkpoint
+    result = run(tapes, "forget", "--relation", "Carol Diaz", "lives_in", "Porto", "--purge")
+    assert result.exit_code == 0, result.output
+    lines = [
+        json.loads(line) for line in (tapes / f"{memory_tape_name(TAPE)}.jsonl").read_text().splitlines()
+    ]
+    key = ["person:carol-diaz", "lives_in", "location:porto"]
+    relations = [
+        [r["source"], r["type"], r["target"]]
+        for line in lines
+        if line["payload"].get("name") == "memory.snapshot"
+        for r in line["payload"]["data"].get("relations", [])
+    ]
+    edits = [line["payload"]["data"] for line in lines if line["payload"].get("name") == "memory.edit"]
+    checkpoints = [line["payload"]["state"] for line in lines if line["kind"] == "anchor"]
+    assert key not in relations and len(relations) == 3
+    assert [(e["op"], e.get("purged", False), "relation" in e) for e in edits] == [
+        ("end", True, False),
+        ("forget", True, False),
+    ]
+    assert all(c.get("purged") for c in checkpoints[:-1]) and "graph" in checkpoints[-1]
+    assert 'location:porto","lives_in' not in checkpoints[-1]["graph"]
+    assert ["person:carol-diaz", "lives_in", "location:porto"] not in [
+        e[:3] for e in json.loads(checkpoints[-1]["graph"])["edges"]
+    ]
+    assert memory(tapes).lookup("Carol Diaz") == ["person:carol-diaz"]  # the entities stay

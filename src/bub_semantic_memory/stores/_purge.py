@@ -8,10 +8,10 @@ memory sidecar of the tape, in whatever store holds it, and the sidecar's archiv
   <bub_semantic_memory.memory._edits.EditBook.scrub>`), every entity whose name names the
   forgotten one, and the dropped-item reasons naming it; its id stays, so nothing is extracted
   again;
-* every checkpoint that names it is replaced by a stub (:func:`purged_checkpoint`): loads pass
-  over it, and the caller stores a new checkpoint;
-* the forget itself, and every other edit naming it (a ``set`` of its attribute, a ``merge``...),
-  keep only their digests (:meth:`Edit.redacted`), which go on recognising the forgotten names
+* every checkpoint is replaced by a stub (:func:`purged_checkpoint`): loads pass over it, and
+  the caller stores a new one, folded from the rewritten sidecar;
+* the forget itself, and every other edit naming it or about it (a ``set`` of its attribute, a
+  ``merge``, the ``end`` of a forgotten relation...), keep only their digests (:meth:`Edit.redacted`), which go on recognising the forgotten names
   when old entries are extracted again;
 * an unreadable line of a file (a torn write) that names it is blanked, and so are the cut
   bytes a repair kept in ``<sidecar>.jsonl.torn``.
@@ -39,7 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bub_semantic_memory._edits import Edit
+from bub_semantic_memory._edits import Edit, relation_digest
 from bub_semantic_memory._errors import StoreError
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory.memory._edits import EditBook, key_digest
@@ -77,7 +77,7 @@ class PurgeReport:
         entries: sidecar entries read.
         snapshots: snapshots rewritten without the forgotten items.
         items: entity mentions, relations and facts taken out of them.
-        checkpoints: checkpoints replaced by a stub.
+        checkpoints: checkpoints replaced by a stub (all that were stored before).
         edits: edits reduced to their digests (the forget itself included).
         blanked: unreadable lines (torn writes) naming it, blanked.
         torn: cut bytes kept by a torn-tail repair, naming it, removed from ``.torn``.
@@ -134,7 +134,7 @@ class Scrubber:
             data = self._edit(payload.get("data"), report)
         elif kind == "anchor" and name == CHECKPOINT_ANCHOR:
             state = payload.get("state")
-            if is_purged_checkpoint(state) or not self.names_it(json.dumps(state, ensure_ascii=False)):
+            if is_purged_checkpoint(state):  # any other may hold what was forgotten, under a key or a digest
                 return None
             report.checkpoints += 1
             return raw | {"payload": payload | {"state": purged_checkpoint(state)}}
@@ -192,6 +192,8 @@ class Scrubber:
     def _about_forgotten(self, edit: Edit) -> bool:
         """Whether ``edit`` is about a key the forget recognises (a key's slug may not read as a name)."""
         keys = [k for k in (edit.entity, edit.other, *edit.other_keys, *(edit.relation or ())) if k]
+        if edit.relation is not None and relation_digest(edit.relation) in self.forget.match:
+            return True
         return any(key_digest(k) in self.forget.match for k in keys)
 
     def lines(self, data: bytes, report: PurgeReport) -> list[tuple[int, int, bytes]]:
