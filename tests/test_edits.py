@@ -316,3 +316,5 @@ def test_an_import_snapshot_that_was_undone_folds_as_nothing() -> None:
     assert fold(early(), imported, edits=[edit]).lookup("Carol") == ["person:carol"]
     graph = fold(early(), imported, edits=[edit, undo])
     assert graph.lookup("Carol") == [] and graph.watermark == 4  # an import covers no entry
+    later_start = make_snapshot([ALICE], tape=TAPE, first=3, last=6)
+    assert fold(later_start, imported).watermark == fold(later_start).watermark == 6

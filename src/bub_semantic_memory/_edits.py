@@ -20,6 +20,7 @@ name confirms a guessed name; it does not reveal one.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -89,9 +90,13 @@ def _ngrams(folded: str) -> Iterator[str]:
                     yield word[start : start + size]
 
 
-def mention_digests(text: str) -> set[str]:
-    """Digests of every name ``text`` could mention (its word n-grams): compared with a forget's names."""
-    return {digest("text", gram) for gram in _ngrams(normalize_name(text))}
+@functools.lru_cache(maxsize=65_536)
+def mention_digests(text: str) -> frozenset[str]:
+    """Digests of every name ``text`` could mention (its word n-grams): compared with a forget's names.
+
+    Cached: a fold under a forget asks this of every fact statement, and a new fold asks again.
+    """
+    return frozenset(digest("text", gram) for gram in _ngrams(normalize_name(text)))
 
 
 def fact_digests(statement: str) -> frozenset[str]:

@@ -25,7 +25,7 @@ entries extracted again, are filtered like the first ones were.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Set
 from dataclasses import dataclass
 
 from bub_semantic_memory._edits import (
@@ -138,7 +138,7 @@ class EditBook:
 
     # -- what survives of a snapshot ------------------------------------------------------------
 
-    def _forgotten_at(self, digests: set[str]) -> int | None:
+    def _forgotten_at(self, digests: Set[str]) -> int | None:
         """The position of the latest forget that recognises any of ``digests`` (None: none does)."""
         found = [f.at for f in self._forgets if not f.match.isdisjoint(digests)]
         return max(found, default=None)

@@ -434,7 +434,8 @@ class MemoryGraph:
         if snapshot.id in self._snapshot_ids:
             return False
         self._snapshot_ids.add(snapshot.id)
-        self._cover(snapshot.first_entry_id, snapshot.last_entry_id)
+        if snapshot.last_entry_id > 0:  # an import (entries 0-0) covers no entry of the tape
+            self._cover(snapshot.first_entry_id, snapshot.last_entry_id)
         if snapshot.id in self._edits.suppressed_snapshots:
             return True  # an import that was undone: folded as nothing
         fallback_position = snapshot.last_entry_id

@@ -11,8 +11,9 @@ memory sidecar of the tape, in whatever store holds it, and the sidecar's archiv
 * every checkpoint is replaced by a stub (:func:`purged_checkpoint`): loads pass over it, and
   the caller stores a new one, folded from the rewritten sidecar;
 * the forget itself, and every other edit naming it or about it (a ``set`` of its attribute, a
-  ``merge``, the ``end`` of a forgotten relation...), keep only their digests (:meth:`Edit.redacted`), which go on recognising the forgotten names
-  when old entries are extracted again;
+  ``merge``, the ``end`` of a forgotten relation...), keep only their digests
+  (:meth:`Edit.redacted`), which go on recognising the forgotten names when old entries are
+  extracted again;
 * an unreadable line of a file (a torn write) that names it is blanked, and so are the cut
   bytes a repair kept in ``<sidecar>.jsonl.torn``.
 
