@@ -234,10 +234,13 @@ class SnapshotStore:
             graph, report, through, max(through, tail.last_entry_id), len(tail.snapshots), refolded
         )
 
-    async def read_after(self, tape: str, after: int) -> tuple[Tail, ReadReport]:
-        """The snapshots and edits of ``tape``'s sidecar after entry ``after`` (what other writers added)."""
+    async def read_after(
+        self, tape: str, after: int, *, log_level: int = logging.WARNING
+    ) -> tuple[Tail, ReadReport]:
+        """The snapshots and edits of ``tape``'s sidecar after entry ``after`` (what other writers added);
+        what cannot be read is reported (and logged at ``log_level``)."""
         sidecar = memory_tape_name(tape)
-        report = ReadReport(source=sidecar)
+        report = ReadReport(source=sidecar, log_level=log_level)
         tail = await sidecar_reader(self.store, self.directory).read_after(sidecar, after, report)
         return tail, report
 
