@@ -185,7 +185,7 @@ class Outcomes:
             "# Reliability and security: outcomes of the last run",
             "",
             "Memory is an enhancement: whatever the model endpoint, the disk or the conversation does, "
-            "the agent's turn completes, no extracted fact is lost or duplicated, and nothing private "
+            "the agent's turn completes, no extracted fact is lost or duplicated, nothing private "
             "leaks where it does not belong, and what a person asks to forget is gone. The suite under "
             "`tests/reliability/` (and the store matrix's `tests/stores/test_forget.py`) checks these "
             "invariants by counting outcomes; it is part of the default `pytest` run (and so of "

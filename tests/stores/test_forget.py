@@ -285,7 +285,7 @@ async def test_a_purge_leaves_no_trace_of_the_name_in_raw_storage(
     }
     assert [f.statement for f in loaded.graph.facts()] == ["Bob Stone plays the piano"]
     assert "Alice Chen" not in names(again)  # the digests still recognise her
-    outcomes.table(
+    table = outcomes.table(
         SECTION,
         "forget --purge, then the raw storage searched for her name, alias and role",
         [
@@ -300,7 +300,8 @@ async def test_a_purge_leaves_no_trace_of_the_name_in_raw_storage(
             "eval cache files deleted / kept",
             "after the rewrite",
         ],
-    ).add(
+    )
+    table.add(
         backend.name,
         {"file": "sidecar, .torn, archive", "redis": "every key of the prefix, archive"}.get(
             backend.name,
@@ -315,6 +316,13 @@ async def test_a_purge_leaves_no_trace_of_the_name_in_raw_storage(
         f"{report.eval_cache} / 2",
         report.compacted or "in place, padded",
     )
+    table.notes[:] = [
+        "Traces are matches of `alice` in any case (her name, her key, her e-mail address), of `Ali` as a "
+        "word (her alias) and of `designer` (her role), in snapshots, checkpoints, a `set` edit, an archived "
+        "copy of the sidecar and, on the file store, the bytes a torn-tail repair kept. The conversation is "
+        "bub's and is not rewritten; here it does not name her, so on SQLite the whole database file is "
+        "searched. Every checkpoint stored before the purge becomes a stub and a new one is stored."
+    ]
 
 
 # -- two workers -----------------------------------------------------------------------------------
@@ -429,7 +437,7 @@ async def test_a_forget_made_while_another_process_extracts_loses_nothing_else(
     assert len(lives) == TURNS
     full = MemoryGraph.fold(stored, ONTOLOGY, tape=tape, edits=edits)
     assert graph.entities() == full.entities() and graph.relations() == full.relations()
-    outcomes.table(
+    table = outcomes.table(
         SECTION,
         "Two processes on one tape: one extracts, a CLI forgets Maya Lin after its first window",
         [
@@ -441,7 +449,8 @@ async def test_a_forget_made_while_another_process_extracts_loses_nothing_else(
             "other people kept",
             "their relations kept",
         ],
-    ).add(
+    )
+    table.add(
         backend.name,
         f"{len(stored)} ({after_forget})",
         mentioned_after,
@@ -450,6 +459,13 @@ async def test_a_forget_made_while_another_process_extracts_loses_nothing_else(
         f"{len(people)}/{TURNS}",
         f"{len(lives)}/{TURNS}",
     )
+    table.notes[:] = [
+        f"A tape of {TURNS} turns, each naming one person and where they live; Maya Lin is named in "
+        "turns 1 and 18. A bub process extracts it in windows of 200 tokens (a checkpoint every 3 "
+        "snapshots); after its first window every extraction request waits until `semantic-memory memory "
+        "forget` has run in another process. The forget is placed at the tape's last entry, so her later "
+        "turn, extracted after it, stays forgotten; a mention after that entry would bring her back."
+    ]
     assert first_window >= 1
 
 
@@ -520,7 +536,7 @@ async def test_exports_read_back_and_an_import_round_trips(backend: Backend, out
             "GraphML nodes / edges read back",
             "JSON-LD references resolved",
             "import into another tape (positions dropped)",
-            "import into a tape of the same name (all kept)",
+            "import into the tape the export names (all kept)",
         ],
     ).add(
         backend.name,
