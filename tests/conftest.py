@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplat
 from bub_semantic_memory.tape._transcript import Entry, TranscriptLine, render_transcript
 from bub_semantic_memory.testing import FakeOpenAIServer
 from tests.helpers.store_plugins import mask_store_plugins
+from tests.reliability._report import Outcomes
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parents[1]
@@ -27,6 +29,40 @@ if STORE_PLUGINS.is_dir() and str(STORE_PLUGINS) not in sys.path:
     sys.path.append(str(STORE_PLUGINS))
 FAST = RetryPolicy(backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=5.0)
 """Short back-offs with the documented attempt bounds (5 transport attempts, 8 requests, 2 re-asks)."""
+
+
+_COLLECTED: list[Outcomes] = []
+"""The reliability report's collectors (``RELIABILITY_REPORT=docs/reliability.md``, see
+``tests/reliability/_report.py``): any test may count outcomes by asking for ``outcomes``."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def outcomes() -> Iterator[Outcomes]:
+    """Counted outcomes of this session; written to ``$RELIABILITY_REPORT`` at the end, if set."""
+    target = os.environ.get("RELIABILITY_REPORT")
+    path = Path(target).resolve() if target else None  # resolved now: tests may chdir
+    collected = Outcomes()
+    _COLLECTED.append(collected)
+    started = time.monotonic()
+    yield collected
+    _COLLECTED.remove(collected)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        previous = path.read_text(encoding="utf-8") if path.exists() else ""
+        path.write_text(
+            collected.render(wall_s=time.monotonic() - started, previous=previous), encoding="utf-8"
+        )
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Count the suite's passes and failures for the report header."""
+    for collected in _COLLECTED:
+        if hasattr(report, "wasxfail"):
+            if report.when == "call":
+                collected.xfailed.append((report.nodeid.split("::")[-1], str(report.wasxfail)))
+        elif report.when == "call" or (report.when == "setup" and report.failed):
+            collected.passed += report.passed
+            collected.failed += report.failed
 
 
 @pytest.fixture(scope="session")

@@ -183,3 +183,57 @@ async def test_a_block_leaves_out_what_was_shown(budget: int) -> None:
     topped_up = memory.block(TAPE, question, shown=shown)
     topped_lines = {line for line in topped_up.splitlines() if line.startswith("- ")}
     assert not topped_lines & shown and named - shown <= topped_lines  # the rest of the memory too
+
+
+class CitesOldEntries(ScriptedExtractor):
+    """Extracts the new entries, and cites Maya Lin from entry 2 again (a re-extraction of old entries)."""
+
+    async def iter_extract(
+        self, entries: Sequence[Any], *, tape: str, memory: MemoryGraph | None = None
+    ) -> AsyncIterator[Snapshot]:
+        new = [e for e in entries if e.id > (memory.watermark if memory else 0)]
+        self.calls.append((new[0].id, new[-1].id) if new else (0, 0))
+        maya = Entity.create("Maya Lin", "person", evidence=[2])
+        porto = Entity.create("Porto", "location", evidence=[new[-1].id])
+        yield make_snapshot([maya, porto], tape=tape, first=new[0].id, last=new[-1].id)
+
+
+async def test_a_forget_made_by_another_process_leaves_the_loaded_memory_at_the_next_extraction() -> None:
+    from bub_semantic_memory.agent._editing import MemoryEditor
+
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    memory = service(extractor)
+    user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
+    await end_of_turn(memory, store)
+    assert "Maya Lin" in memory.block(TAPE, "where does Maya live?")
+    await MemoryEditor(store, TAPE, ONTOLOGY, by="cli").forget("Maya Lin")  # the CLI, elsewhere
+    assert "Maya Lin" in memory.block(TAPE, "where does Maya live?")  # not read yet: no store read per turn
+    user_turns(store, "Nice weather.", "Indeed.")
+    extractor.fail = True  # the edit is read before the extraction is tried
+    await end_of_turn(memory, store)
+    assert memory.stats["edits_seen"] == 1 and "Maya Lin" not in memory.block(TAPE, "where does Maya live?")
+
+
+async def test_after_a_purge_an_extraction_never_stores_the_erased_name(tmp_path: Any) -> None:
+    from bub.store import FileTapeStore
+
+    from bub_semantic_memory.agent._editing import MemoryEditor
+
+    store = FileTapeStore(tmp_path)
+    first, again = ScriptedExtractor(), CitesOldEntries()
+    memory = service(first)
+    for text in ("Hi, I'm Maya Lin.", "I live in Lisbon."):
+        store.append(TAPE, TapeEntry.message({"role": "user", "content": text}))
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    result = await MemoryEditor(store, TAPE, ONTOLOGY, by="cli").forget("Maya Lin", purge=True)
+    assert result.purge is not None and result.purge.snapshots == 1
+    memory._extractor = again  # type: ignore[assignment]  # the same process extracts on
+    for text in ("I moved to Porto.", "It is sunny."):
+        store.append(TAPE, TapeEntry.message({"role": "user", "content": text}))
+    memory.schedule(TAPE, store)
+    await settle(memory)
+    raw = (tmp_path / f"{memory_tape_name(TAPE)}.jsonl").read_text(encoding="utf-8")
+    assert again.calls == [(3, 4)] and "Maya" not in raw and "Porto" in raw
+    graph = memory.graph(TAPE)
+    assert graph is not None and graph.lookup("Maya Lin") == [] and graph.lookup("Porto") == ["location:porto"]

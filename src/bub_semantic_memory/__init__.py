@@ -2,14 +2,16 @@
 
 The public surface, by concept:
 
-* data model: :class:`Entity`, :class:`Relation`, :class:`Snapshot`, :class:`Usage`,
-  :class:`Ontology`, :class:`MemoryGraph`;
+* data model: :class:`Entity`, :class:`Relation`, :class:`Fact`, :class:`Snapshot`,
+  :class:`Usage`, :class:`Ontology`, :class:`MemoryGraph`, and a person's :class:`Edit`;
 * input: :func:`read_tape_file`, :func:`render_transcript`;
 * prompts: :class:`PromptLibrary`, :class:`PromptTemplate`;
 * extraction: :class:`Extractor`, :class:`ExtractorConfig`, :class:`RetryPolicy`,
   :class:`Redactor`;
 * storage and injection: :class:`SnapshotStore`, :func:`render_memory`,
-  :class:`MemoryService` and :class:`MemoryPolicy` (an agent's memory without bub's hooks);
+  :class:`MemoryService` and :class:`MemoryPolicy` (an agent's memory without bub's hooks),
+  :class:`MemoryEditor` (forget, correct, merge, end, undo, import on a store) and
+  :func:`export_memory`;
 * errors: :class:`SemanticMemoryError` and its subclasses.
 
 The Bub plugin lives in :mod:`bub_semantic_memory.plugin` and the eval harness in
@@ -22,8 +24,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import (
     ConfigurationError,
+    EditError,
     EvalError,
     ExtractionError,
     FixtureError,
@@ -43,6 +47,7 @@ from bub_semantic_memory._errors import (
 )
 from bub_semantic_memory._models import (
     Entity,
+    Fact,
     PromptRef,
     Relation,
     Snapshot,
@@ -55,12 +60,14 @@ from bub_semantic_memory.backends._transport import RetryPolicy
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.memory._export import export_memory
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.memory._render import MemoryBlock, render_memory
 from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import ReadReport, Transcript, read_tape_file, render_transcript
 
 if TYPE_CHECKING:
+    from bub_semantic_memory.agent._editing import MemoryEditor
     from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
     from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name, validate_tape_name
 
@@ -71,6 +78,7 @@ _LAZY = {
     "validate_tape_name": "stores._store",
     "MemoryService": "agent._service",
     "MemoryPolicy": "agent._service",
+    "MemoryEditor": "agent._editing",
 }
 
 
@@ -84,14 +92,18 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ConfigurationError",
+    "Edit",
+    "EditError",
     "Entity",
     "EvalError",
     "ExtractionError",
     "Extractor",
     "ExtractorConfig",
+    "Fact",
     "FixtureError",
     "GateError",
     "MemoryBlock",
+    "MemoryEditor",
     "MemoryGraph",
     "MemoryPolicy",
     "MemoryService",
@@ -121,6 +133,7 @@ __all__ = [
     "Usage",
     "ValidationExhaustedError",
     "entity_key",
+    "export_memory",
     "normalize_name",
     "read_tape_file",
     "render_memory",

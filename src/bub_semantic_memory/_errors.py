@@ -12,6 +12,7 @@ without catching its bugs::
     │   ├── PromptFormatError       front matter or template that does not parse
     │   └── PromptIntegrityError    a released version whose content changed
     ├── StoreError                  the memory sidecar could not be read or written
+    ├── EditError                   an edit of the memory that cannot be made (no such entity...)
     ├── ExtractionError             carries usage, attempts and model (see below)
     │   ├── TransportError          the endpoint kept failing (429, 5xx, timeouts, refused)
     │   ├── ValidationExhaustedError  re-asks did not produce a valid extraction
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfigurationError",
+    "EditError",
     "EvalError",
     "ExtractionError",
     "FixtureError",
@@ -87,6 +89,11 @@ class PromptIntegrityError(PromptError):
 
 class StoreError(SemanticMemoryError):
     """The memory sidecar could not be read or written (disk full, read-only, ...)."""
+
+
+class EditError(SemanticMemoryError):
+    """An edit of a tape's memory cannot be made: no such entity, relation, fact or edit, an
+    ambiguous name, or an export file that does not parse."""
 
 
 class ExtractionError(SemanticMemoryError):

@@ -1,15 +1,13 @@
-"""Fixtures of the reliability suite: the outcome collector (and the report it writes on request), a bub rig.
+"""Fixtures of the reliability suite: a bub rig.
 
-``RELIABILITY_REPORT=docs/reliability.md uv run pytest tests/reliability`` writes the
-counted outcomes of the run as Markdown; without the variable nothing is written.
+The outcome collector (``outcomes``) and the report it writes on request live in
+``tests/conftest.py``: the store matrix's forget tests (``tests/stores/test_forget.py``) count
+outcomes for the report too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,39 +18,7 @@ from bub_semantic_memory.testing import FakeOpenAIServer
 from tests.conftest import FAST
 from tests.helpers.bub_env import use_fake_extractor
 from tests.reliability._bub import BubRig
-from tests.reliability._report import Outcomes
 from tests.reliability._support import PROMPT
-
-_COLLECTED: list[Outcomes] = []
-
-
-@pytest.fixture(scope="session", autouse=True)
-def outcomes() -> Iterator[Outcomes]:
-    """Counted outcomes of this session; written to ``$RELIABILITY_REPORT`` at the end, if set."""
-    target = os.environ.get("RELIABILITY_REPORT")
-    path = Path(target).resolve() if target else None  # resolved now: tests may chdir
-    collected = Outcomes()
-    _COLLECTED.append(collected)
-    started = time.monotonic()
-    yield collected
-    _COLLECTED.remove(collected)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        previous = path.read_text(encoding="utf-8") if path.exists() else ""
-        path.write_text(
-            collected.render(wall_s=time.monotonic() - started, previous=previous), encoding="utf-8"
-        )
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Count the suite's passes and failures for the report header."""
-    for collected in _COLLECTED:
-        if hasattr(report, "wasxfail"):
-            if report.when == "call":
-                collected.xfailed.append((report.nodeid.split("::")[-1], str(report.wasxfail)))
-        elif report.when == "call" or (report.when == "setup" and report.failed):
-            collected.passed += report.passed
-            collected.failed += report.failed
 
 
 @pytest.fixture

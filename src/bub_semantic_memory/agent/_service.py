@@ -13,6 +13,12 @@ used and tested without a bub framework: give it a tape store and tape names.
   stored, so a failed or unfinished extraction is redone later.
 * :meth:`MemoryService.drain` extracts what the cadence deferred and waits for running
   extractions, within a grace period, at shutdown.
+* :meth:`MemoryService.refresh` folds in what other processes added to a tape's memory
+  sidecar since it was read (their snapshots; an edit makes it read the memory again), before
+  each background extraction: a forget made elsewhere leaves this process's notes within a turn.
+* :meth:`MemoryService.forget` is the agent's forget: applied to the loaded memory at once,
+  stored as an edit by :meth:`MemoryService.commit` when the turn ends (placed after the turn's
+  last entry, so the request itself and the answer to it do not bring the fact back).
 
 Failures are logged and counted in :attr:`MemoryService.stats`, never raised into the
 agent's turn from a background task.
@@ -29,7 +35,12 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bub_semantic_memory._edits import Edit
+from bub_semantic_memory._errors import EditError
+from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.memory._editing import changes, find_entity, forget_entity
+from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.memory._index import MemoryIndex, Ranking
 from bub_semantic_memory.memory._render import DEFAULT_BUDGET, MemoryBlock, render_memory
@@ -113,6 +124,9 @@ class MemoryService:
         self._redactor = Redactor()  # evidence lines in notes never show a secret
         self._outlived_reset: dict[str, int] = {}  # tape -> watermark of a memory its reset left in place
         self._semaphore: asyncio.Semaphore | None = None
+        self._read_through: dict[str, int] = {}  # tape -> last sidecar entry this process has read
+        self._pending: dict[str, list[Edit]] = {}  # tape -> an agent's edits, stored when its turn ends
+        self._pending_stores: dict[str, TapeStore | AsyncTapeStore] = {}
 
     @property
     def ontology(self) -> Ontology:
@@ -144,7 +158,8 @@ class MemoryService:
         """
         graph = self._graphs.get(tape)
         if graph is None:
-            self._remember(tape, await SnapshotStore(store).load_graph(tape, self.ontology))
+            pending = self._pending.get(tape, ())
+            self._remember(tape, await SnapshotStore(store).load_graph(tape, self.ontology, edits=pending))
             self.stats["loads"] += 1
             graph = self._graphs[tape]
             try:
@@ -166,6 +181,7 @@ class MemoryService:
 
     def _remember(self, tape: str, loaded: MemoryLoad) -> None:
         self._graphs[tape] = loaded.graph
+        self._read_through[tape] = loaded.last_entry_id
         stale = self._indexes.pop(tape, None)
         if stale is not None:
             stale.close()
@@ -238,6 +254,98 @@ class MemoryService:
             return None
         return index.rank(query, limit=limit)
 
+    # -- what other processes and the agent changed ----------------------------------
+
+    async def refresh(self, tape: str, store: TapeStore | AsyncTapeStore) -> MemoryGraph:
+        """``tape``'s graph with what its sidecar gained since this process read it.
+
+        Snapshots other workers stored are folded in; an edit (a forget made elsewhere, by the
+        CLI or another worker's agent) means the memory is read and folded again.
+        """
+        graph = await self.load(tape, store)
+        # An unreadable line has no id to move past: it is read (and was counted) at the load, and
+        # on each refresh again, so a refresh neither counts nor logs it above DEBUG.
+        tail, _ = await SnapshotStore(store).read_after(
+            tape, self._read_through.get(tape, 0), log_level=logging.DEBUG
+        )
+        if any(edit.id not in graph.edits for edit in tail.edits):
+            self.stats["edits_seen"] += 1
+            return await self._reload(tape, store)
+        for snapshot in tail.snapshots:
+            graph.add(snapshot)
+        self._read_through[tape] = max(self._read_through.get(tape, 0), tail.last_entry_id)
+        return graph
+
+    async def _reload(self, tape: str, store: TapeStore | AsyncTapeStore) -> MemoryGraph:
+        self._graphs.pop(tape, None)
+        self._render_cache = {key: text for key, text in self._render_cache.items() if key[0] != tape}
+        return await self.load(tape, store)
+
+    async def forget(
+        self, tape: str, store: TapeStore | AsyncTapeStore, name: str, *, by: str
+    ) -> dict[str, Any]:
+        """Forget the entity ``name`` names in ``tape``'s memory, as the agent's ``memory.forget`` does.
+
+        The loaded memory forgets it at once; :meth:`commit` stores the edit when the turn ends.
+        Never a purge: an agent's instructions can come from text in the tape. An unknown or
+        ambiguous name is an ``error`` in the result.
+        """
+        before = await self.load(tape, store)
+        try:
+            key = find_entity(before, name)
+        except EditError as exc:
+            return {"error": str(exc)}
+        edit = forget_entity(before, key, at=before.extracted_through, by=by)
+        self._pending.setdefault(tape, []).append(edit)
+        self._pending_stores[tape] = store
+        after = await self._reload(tape, store)
+        removed = changes(before, after)
+        self.stats["forgets"] += 1
+        return {
+            "forgotten": edit.names[0] if edit.names else key,
+            "removed": {
+                "entities": removed.entities_removed,
+                "relations": removed.relations_removed,
+                "facts": removed.facts_removed,
+                "attributes": removed.attributes_changed,
+            },
+            "note": "stored as an edit when this turn ends; a person can undo it "
+            "('semantic-memory memory edits' lists it). Nothing is erased from storage.",
+        }
+
+    async def commit(self, tape: str, store: TapeStore | AsyncTapeStore) -> int:
+        """Store the agent's pending edits of ``tape``, placed at the tape's last entry; how many.
+
+        An edit that cannot be stored stays pending (and applied here) for the next turn's commit.
+        """
+        pending = self._pending.get(tape)
+        if not pending:
+            return 0
+        entries = await fetch_tape(store, tape)
+        graph = self._graphs.get(tape)
+        at = max([graph.extracted_through if graph is not None else 0, *(e.id for e in entries)])
+        snapshots = SnapshotStore(store)
+        stored = 0
+        while pending:
+            edit = pending[0]
+            placed = Edit.model_validate(edit.model_dump(exclude={"id"}) | {"at": max(at, edit.at)})
+            await snapshots.append_edit(placed)
+            pending.pop(0)
+            stored += 1
+        self._pending.pop(tape, None)
+        self._pending_stores.pop(tape, None)
+        self.stats["edits_stored"] += stored
+        await self._reload(tape, store)
+        return stored
+
+    def _erased(self, graph: MemoryGraph, snapshot: Snapshot) -> Snapshot:
+        """``snapshot`` without what a purged forget erased: it is never stored again."""
+        if not graph.edits.erasures:
+            return snapshot
+        return EditBook(graph.edits.erasures).scrub(
+            snapshot, lambda r: graph.relation_key(r.source, r.type, r.target), graph.resolve
+        )
+
     # -- background extraction -----------------------------------------------------
 
     def schedule(self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool = False) -> None:
@@ -300,7 +408,7 @@ class MemoryService:
         if extractor is None:
             return 0
         snapshots = SnapshotStore(store)
-        graph = await self.load(tape, store)
+        graph = await self.refresh(tape, store)
         entries = await fetch_tape(store, tape)
         if _tape_was_reset(entries, graph.watermark) and self._outlived_reset.get(tape) != graph.watermark:
             graph = await self._reload_after_reset(tape, store, graph.watermark)
@@ -311,7 +419,8 @@ class MemoryService:
             return 0
         self._deferred.pop(tape, None)
         stored = 0
-        async for snapshot in extractor.iter_extract(entries, tape=tape, memory=graph):
+        async for extracted in extractor.iter_extract(entries, tape=tape, memory=graph):
+            snapshot = self._erased(graph, extracted)
             await snapshots.append(snapshot)  # the graph only learns what the store kept
             graph.add(snapshot)
             stored += 1
@@ -332,9 +441,7 @@ class MemoryService:
         skip every new entry up to its old watermark.
         """
         self.stats["tape_resets"] += 1
-        self._graphs.pop(tape, None)
-        self._render_cache = {key: text for key, text in self._render_cache.items() if key[0] != tape}
-        graph = await self.load(tape, store)
+        graph = await self._reload(tape, store)
         if graph.watermark >= watermark:
             self._outlived_reset[tape] = graph.watermark  # reading it again each turn would change nothing
             logger.warning(
@@ -385,6 +492,12 @@ class MemoryService:
         seconds; then cancel what is left and close the extractor. What was cancelled is
         extracted again later: nothing was stored for it."""
         deadline = time.monotonic() + grace_s
+        for tape, store in list(self._pending_stores.items()):  # a forget whose turn never ended
+            try:
+                await self.commit(tape, store)
+            except Exception as exc:
+                self.stats["edit_failures"] += 1
+                logger.warning("semantic memory: cannot store the forget of tape %s: %s", tape, exc)
         await self._wait_running(deadline)  # a running extraction may still defer its tape
         if grace_s > 0:
             for tape, store in list(self._deferred.items()):

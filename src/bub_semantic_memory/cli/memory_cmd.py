@@ -1,4 +1,6 @@
-"""``extract`` and ``show``: run the extractor on a tape file, print what would be injected."""
+"""``extract`` and ``show``: run the extractor on a tape file, print what would be injected; the
+``memory`` group (``search`` here, the edit verbs in :mod:`.edit_cmd`, export and import in
+:mod:`.export_cmd`)."""
 
 from __future__ import annotations
 
@@ -35,6 +37,8 @@ from bub_semantic_memory.cli._options import (
     REQUEST_TIMEOUT,
     extractor_config,
 )
+from bub_semantic_memory.cli.edit_cmd import register as register_edits
+from bub_semantic_memory.cli.export_cmd import register as register_export
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
@@ -48,8 +52,12 @@ def register(app: typer.Typer) -> None:
     ``extract``, ``show``, and the ``memory`` verbs on a tape's stored memory."""
     app.command("extract", cls=Command)(extract)
     app.command("show", cls=Command)(show)
-    verbs = new_app("A tape's stored memory: search it.")
+    verbs = new_app(
+        "A tape's stored memory: search it, forget, correct, merge, end, undo, export and import."
+    )
     verbs.command("search")(search)
+    register_edits(verbs)
+    register_export(verbs)
     app.add_typer(verbs, name="memory")
 
 

@@ -26,6 +26,12 @@ key also holds :func:`extraction_code_sha256`, a hash of the code of every packa
 the extractor reaches. It is taken from the syntax tree without docstrings, so comments,
 docstrings and formatting keep the cache; any other edit of that code empties it for the
 runs that follow (the scoring is not in it: a replay scores the cached snapshots anew).
+
+Erasure (``forget --purge``) reaches the cache through :meth:`ResponseCache.purge`: a file
+belongs to a tape when one of its snapshots is of that tape (the request is kept only as the
+hash of its transcript, so a file's own text is what can name someone), and each such file that
+names what was forgotten is deleted, not rewritten: a rewritten entry would replay an
+extraction the model never made, a deleted one costs one extraction on the next run.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ import importlib.util
 import json
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -241,3 +247,24 @@ class ResponseCache:
             logger.warning("eval cache: cannot store %s, the run goes on without it: %s", path, exc)
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
+
+    def purge(self, tape: str, names_it: Callable[[str], bool]) -> int:
+        """Delete the cached extractions of ``tape`` whose file text ``names_it``; how many.
+
+        A file that does not parse is left alone (it is a miss anyway) unless its text names it.
+        """
+        removed = 0
+        for path in sorted(self.directory.glob("*/*.json")):
+            try:
+                text = path.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                logger.warning("eval cache: cannot read %s for the purge: %s", path, exc)
+                continue
+            try:
+                of_tape = any(s.tape == tape for s in CachedExtraction.model_validate_json(text).snapshots)
+            except ValidationError:
+                of_tape = True  # unreadable: judged by its text alone
+            if of_tape and names_it(text):
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed

@@ -15,6 +15,9 @@ Folding rules:
   snapshots folded out of order still converge to the same graph.
 * Facts fold by the rules of :mod:`._facts` (one statement, one fact; a newer state on a
   topic closes the older one).
+* A person's edits (forget, set, merge, end...) are given to the graph before it folds and
+  decide what of each snapshot survives, by the rules of :mod:`._edits`; a new edit means a
+  new fold, so snapshots folded before and after it meet the same rules.
 * :meth:`MemoryGraph.add` costs O(size of the snapshot): nothing is refolded.
 """
 
@@ -25,9 +28,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._gc import gc_paused
 from bub_semantic_memory._models import Entity, Fact, Relation, RelationKey, Snapshot, normalize_name
 from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._facts import FactBook, FactView
 
 _MAX_NGRAM_WORDS = 5
@@ -130,13 +135,17 @@ class MemoryGraph:
     Args:
         ontology: decides which relation types are symmetric or single-valued.
         tape: the tape name, for display.
+        edits: the tape's edits (see :mod:`._edits`), applied to every snapshot folded in.
     """
 
-    def __init__(self, ontology: Ontology | None = None, *, tape: str = "") -> None:
+    def __init__(
+        self, ontology: Ontology | None = None, *, tape: str = "", edits: Iterable[Edit] = ()
+    ) -> None:
         self.ontology = ontology
         self.tape = tape
+        self._edits = EditBook(edits)
         self._nodes: dict[str, _Node] = {}
-        self._redirects: dict[str, str] = {}
+        self._redirects: dict[str, str] = dict(self._edits.redirects)
         self._names: dict[tuple[str, str], str] = {}
         self._by_name: dict[str, dict[str, None]] = {}
         self._by_word: dict[str, dict[str, None]] = {}
@@ -153,10 +162,15 @@ class MemoryGraph:
 
     @classmethod
     def fold(
-        cls, snapshots: Iterable[Snapshot], ontology: Ontology | None = None, *, tape: str = ""
+        cls,
+        snapshots: Iterable[Snapshot],
+        ontology: Ontology | None = None,
+        *,
+        tape: str = "",
+        edits: Iterable[Edit] = (),
     ) -> MemoryGraph:
-        """Build a graph from snapshots (in any order)."""
-        graph = cls(ontology, tape=tape)
+        """Build a graph from snapshots (in any order), under ``edits``."""
+        graph = cls(ontology, tape=tape, edits=edits)
         with gc_paused():
             for snapshot in snapshots:
                 graph.add(snapshot)
@@ -176,6 +190,11 @@ class MemoryGraph:
         return len(self._edges)
 
     @property
+    def edits(self) -> EditBook:
+        """The edits this graph folds under (a new edit needs a new graph: see :mod:`._edits`)."""
+        return self._edits
+
+    @property
     def watermark(self) -> int:
         """The last entry id of the contiguous extracted range that starts the tape's coverage.
 
@@ -184,6 +203,11 @@ class MemoryGraph:
         dedupes whatever overlaps).
         """
         return self._coverage[0][1] if self._coverage else 0
+
+    @property
+    def extracted_through(self) -> int:
+        """The last entry id any folded snapshot covers (0: none), gaps or not."""
+        return self._coverage[-1][1] if self._coverage else 0
 
     def resolve(self, key: str) -> str:
         """The canonical key for ``key`` (itself unless it was merged into another entity)."""
@@ -207,6 +231,20 @@ class MemoryGraph:
         """Read-only views of the relations touching ``key`` (unsorted, no models built)."""
         adjacency = self._adjacency.get(self.resolve(key), ())
         return [self._edges[k] for k in adjacency]
+
+    def keys_of(self, key: str) -> list[str]:
+        """Every key that resolves to the entity ``key`` resolves to: its own first, then merged ones."""
+        key = self.resolve(key)
+        return [key, *sorted(k for k in self._redirects if k != key and self.resolve(k) == key)]
+
+    def relation_key(self, source: str, rel_type: str, target: str) -> RelationKey:
+        """The key a relation between these entity keys is stored under (merges resolved, symmetric
+        relations in their canonical order)."""
+        return self._canonical_key(Relation.model_construct(source=source, type=rel_type, target=target))
+
+    def relation(self, key: RelationKey) -> RelationView | None:
+        """A read-only view of the relation stored under ``key`` (see :meth:`relation_key`)."""
+        return self._edges.get(key)
 
     def entities(self) -> list[Entity]:
         """All entities, in key order."""
@@ -336,6 +374,7 @@ class MemoryGraph:
             "snapshot_ids": sorted(self._snapshot_ids),
             "coverage": [list(span) for span in self._coverage],
             "facts": self._facts.to_state(),
+            "edits": [edit.model_dump(mode="json", exclude_defaults=True) for edit in self._edits.edits],
         }
 
     @classmethod
@@ -347,7 +386,8 @@ class MemoryGraph:
         Raises:
             KeyError, TypeError, ValueError: ``state`` is not what :meth:`to_state` wrote.
         """
-        graph = cls(ontology, tape=tape)
+        # A checkpoint written before edits existed folded none.
+        graph = cls(ontology, tape=tape, edits=[Edit.model_validate(e) for e in state.get("edits", ())])
         with gc_paused():
             for key, name, entity_type, aliases, attributes, evidence, last_seen in state["nodes"]:
                 graph._nodes[key] = _Node(
@@ -396,13 +436,20 @@ class MemoryGraph:
         if snapshot.id in self._snapshot_ids:
             return False
         self._snapshot_ids.add(snapshot.id)
-        self._cover(snapshot.first_entry_id, snapshot.last_entry_id)
+        if snapshot.last_entry_id > 0:  # an import (entries 0-0) covers no entry of the tape
+            self._cover(snapshot.first_entry_id, snapshot.last_entry_id)
+        if snapshot.id in self._edits.suppressed_snapshots:
+            return True  # an import that was undone: folded as nothing
         fallback_position = snapshot.last_entry_id
-        for entity in snapshot.entities:
+        entities, dropped = self._edits.entities(snapshot.entities, fallback_position)
+        for entity in entities:
             self._add_entity(entity, fallback_position)
-        for relation in snapshot.relations:
+        relations = self._edits.relations(
+            snapshot.relations, fallback_position, dropped, self._canonical_key
+        )
+        for relation in relations:
             self._add_relation(relation, fallback_position)
-        for fact in snapshot.facts:
+        for fact in self._edits.facts(snapshot.facts, fallback_position, dropped, self.resolve):
             self._facts.add(fact, self.resolve)
         self._ranking = None
         self.version += 1
@@ -422,14 +469,16 @@ class MemoryGraph:
     def _add_entity(self, entity: Entity, fallback_position: int) -> None:
         position = max(entity.evidence, default=fallback_position)
         key = self.resolve(entity.key)
-        if key not in self._nodes:
+        merged_into = self._edits.merged_names.get(key) if key != entity.key else None
+        if key not in self._nodes and merged_into is None:
             match = self._match_by_name(entity)
             if match is not None:
                 self._redirects[entity.key] = match
                 key = match
         node = self._nodes.get(key)
         if node is None:
-            node = _Node(key=key, name=entity.name, type=entity.type)
+            name, entity_type = merged_into or (entity.name, entity.type)  # merged by hand, not folded yet
+            node = _Node(key=key, name=name, type=entity_type)
             self._nodes[key] = node
             self._index_name(node, node.name)
         own = normalize_name(node.name)
@@ -439,7 +488,12 @@ class MemoryGraph:
                 node.aliases[alias] = None
                 self._index_name(node, alias)
         if entity.attributes:
-            node.attributes.update(entity.attributes)
+            attributes = entity.attributes
+            if self._edits:
+                attributes = self._edits.attributes((key, entity.key), attributes, position)
+            node.attributes.update(attributes)
+        if self._edits:
+            node.attributes.update(self._edits.pins(key))
         node.evidence.update(entity.evidence)
         if position > node.last_seen:
             node.last_seen = position
@@ -519,6 +573,16 @@ class MemoryGraph:
             and relation.valid_until is None
         ):
             self._supersede(edge)
+        if self._edits:
+            self._apply_end(edge)
+
+    def _apply_end(self, edge: _Edge) -> None:
+        """Close ``edge`` where a person ended it (the earlier of that entry and a supersession)."""
+        until = self._edits.end(edge.key, edge.last_seen)
+        if until is None:
+            return
+        current = edge.valid_until
+        edge.valid_until = min(current, until) if isinstance(current, int) else until
 
     def _slots(self, edge: _Edge) -> list[tuple[str, str]]:
         slots = [(edge.source, edge.type)]
@@ -540,3 +604,5 @@ class MemoryGraph:
             newer.valid_until = None
             for newer_slot in self._slots(newer):
                 self._current[newer_slot] = newer.key
+            if self._edits:
+                self._apply_end(older)

@@ -31,7 +31,8 @@ because of it):
     ``bub memory ...`` mirrors the ``semantic-memory`` console script.
 
 Constructing the plugin registers the agent's memory tools with bub (``memory.search``,
-``memory.recall``; see :mod:`._tools`).
+``memory.recall``, ``memory.forget``; see :mod:`._tools`). ``save_state`` also stores what the
+agent's ``memory.forget`` forgot during the turn, as an edit placed after the turn's last entry.
 """
 
 from __future__ import annotations
@@ -108,7 +109,13 @@ class SemanticMemoryPlugin:
         self._settings: SemanticMemorySettings | None = None
         self._memory: MemoryService | None = None
         self._warned_foreign_context = False
-        register_memory_tools(lambda: self.memory, self._tool_tape, self._load_for_tool, self.stats)
+        register_memory_tools(
+            lambda: self.memory,
+            self._tool_tape,
+            self._load_for_tool,
+            self.stats,
+            self.framework.get_tape_store,
+        )
 
     # -- lazy configuration --------------------------------------------------------
 
@@ -332,15 +339,25 @@ class SemanticMemoryPlugin:
         self, session_id: str, state: dict[str, Any], message: Any, model_output: str
     ) -> None:
         try:
-            if not self.settings.enabled or session_id.startswith("temp/"):
-                return  # bub does not merge temp/ forks back: their entries never reach the store.
             tape = state.get(TAPE_STATE_KEY) or _session_tape(session_id, str(self.framework.workspace))
             store = self.framework.get_tape_store()
+            if store is not None and self._memory is not None:
+                await self._commit(tape, store)
+            if not self.settings.enabled or session_id.startswith("temp/"):
+                return  # bub does not merge temp/ forks back: their entries never reach the store.
             if store is not None:
                 self.memory.schedule(tape, store)
         except Exception as exc:
             self.stats["schedule_failures"] += 1
             logger.warning("semantic memory: cannot schedule an extraction: %s", exc)
+
+    async def _commit(self, tape: str, store: Any) -> None:
+        """Store the agent's forget of this turn, placed after the turn's last entry (merged by now)."""
+        try:
+            await self.memory.commit(tape, store)
+        except Exception as exc:
+            self.stats["edit_failures"] += 1
+            logger.warning("semantic memory: cannot store the forget yet; retried next turn: %s", exc)
 
     @hookimpl
     async def provide_lifespan(self) -> AsyncIterator[None]:

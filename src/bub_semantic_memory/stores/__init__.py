@@ -1,12 +1,14 @@
 """Snapshots kept beside a tape, in whatever tape store bub uses.
 
-The tape's ``semantic_memory`` sidecar (append, load from the newest checkpoint), the
-readers of its tail per store, and checkpoints of the folded graph. Importing this
+The tape's ``semantic_memory`` sidecar (append snapshots and edits, load from the newest
+checkpoint), the readers of its tail per store, checkpoints of the folded graph, and the
+purge that erases a forget's names from what the sidecar stored. Importing this
 package imports bub.
 """
 
 from __future__ import annotations
 
+from bub_semantic_memory.stores._purge import PurgeReport, purge
 from bub_semantic_memory.stores._store import (
     MemoryLoad,
     MemorySidecar,
@@ -19,8 +21,10 @@ from bub_semantic_memory.stores._store import (
 __all__ = [
     "MemoryLoad",
     "MemorySidecar",
+    "PurgeReport",
     "SnapshotStore",
     "open_bub_tape_store",
+    "purge",
     "session_tape_name",
     "validate_tape_name",
 ]

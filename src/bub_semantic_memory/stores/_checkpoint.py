@@ -16,6 +16,10 @@ Its state holds:
 
 A checkpoint that fails any check is ignored, logged and counted, and the load falls
 back to folding the snapshots: a checkpoint can only make a load faster, never lose a fact.
+
+``forget --purge`` cannot leave a checkpoint that holds the forgotten names: it replaces the
+state of each older checkpoint by :func:`purged_checkpoint` (``purged``, ``through`` and
+nothing else), which loads pass over without a report, and stores a new checkpoint.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ __all__ = [
     "CheckpointError",
     "decode_checkpoint",
     "encode_checkpoint",
+    "is_purged_checkpoint",
     "ontology_fingerprint",
+    "purged_checkpoint",
 ]
 
 CHECKPOINT_ANCHOR = "memory.checkpoint"
@@ -87,6 +93,18 @@ def encode_checkpoint(graph: MemoryGraph, through: int) -> dict[str, Any]:
         "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest(),
         "graph": text,
     }
+
+
+def purged_checkpoint(state: object) -> dict[str, Any]:
+    """What a purge leaves of a checkpoint's state: that it was purged, and the entry it covered."""
+    through = state.get("through") if isinstance(state, dict) else None
+    covered = through if isinstance(through, int) else 0
+    return {"version": CHECKPOINT_VERSION, "purged": True, "through": covered}
+
+
+def is_purged_checkpoint(state: object) -> bool:
+    """Whether a checkpoint's state is what a purge left of it."""
+    return isinstance(state, dict) and state.get("purged") is True
 
 
 def decode_checkpoint(state: object, ontology: Ontology | None, *, tape: str = "") -> Checkpoint:

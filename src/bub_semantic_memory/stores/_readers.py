@@ -7,7 +7,7 @@ grow with the whole history. Each reader here answers two questions cheaply on i
   name in ``tape_entries``, the Redis plugin in a sorted set; the file store is scanned
   from the end);
 * the entries after a given entry id (an indexed range on SQL, ``LRANGE`` from that
-  position on Redis, the lines after it in a file).
+  position on Redis, the lines after it in a file): snapshots and a person's edits.
 
 The SQL and Redis readers use those plugins' tables and keys through attributes that
 are not their public API (pinned versions, vendored beside the repository); if those
@@ -31,6 +31,7 @@ import pydantic_core
 from bub.store import AsyncTapeStore, TapeQuery, TapeStore, is_async_tape_store
 from pydantic import BaseModel, ValidationError
 
+from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import StoreError
 from bub_semantic_memory._gc import gc_paused
 from bub_semantic_memory._models import Snapshot
@@ -43,11 +44,20 @@ from bub_semantic_memory.tape._transcript import (
     parse_tape_lines,
 )
 
-__all__ = ["SNAPSHOT_EVENT", "SidecarReader", "Tail", "sidecar_reader", "snapshot_from_entry"]
+__all__ = [
+    "EDIT_EVENT",
+    "SNAPSHOT_EVENT",
+    "SidecarReader",
+    "Tail",
+    "edit_from_entry",
+    "sidecar_reader",
+    "snapshot_from_entry",
+]
 
 logger = logging.getLogger(__name__)
 
 SNAPSHOT_EVENT = "memory.snapshot"
+EDIT_EVENT = "memory.edit"
 _CHECKPOINT_MARK = b'"' + CHECKPOINT_ANCHOR.encode() + b'"'
 _LEADING_ID = re.compile(rb'^\{"id":\s*(\d+)')
 _REDIS_REORDER_SLACK = 64
@@ -57,9 +67,10 @@ plugin's Lua script (list index = id - 1), but its fallback without EVAL can int
 
 @dataclass
 class Tail:
-    """Snapshots read after some entry id, and the last entry id seen (0 if none)."""
+    """Snapshots and edits read after some entry id, and the last entry id seen (0 if none)."""
 
     snapshots: list[Snapshot] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)
     last_entry_id: int = 0
 
 
@@ -94,6 +105,23 @@ def snapshot_from_entry(entry: Entry, report: ReadReport) -> Snapshot | None:
         return None
 
 
+def edit_from_entry(entry: Entry, report: ReadReport) -> Edit | None:
+    """The edit an entry holds; None for other entries (and reported if it fails to validate)."""
+    if entry.kind != "event" or entry.payload.get("name") != EDIT_EVENT:
+        return None
+    try:
+        return Edit.model_validate(entry.payload.get("data"))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        report.add(
+            ReadIssue(
+                "bad_edit", f"edit does not validate ({where}: {first['msg']}); skipped", entry_id=entry.id
+            )
+        )
+        return None
+
+
 def _is_checkpoint(entry: Entry) -> bool:
     return entry.kind == "anchor" and entry.payload.get("name") == CHECKPOINT_ANCHOR
 
@@ -108,6 +136,10 @@ def _tail_of(entries: Iterable[Entry], after: int, report: ReadReport) -> Tail:
             snapshot = snapshot_from_entry(entry, report)
             if snapshot is not None:
                 tail.snapshots.append(snapshot)
+                continue
+            edit = edit_from_entry(entry, report)
+            if edit is not None:
+                tail.edits.append(edit)
     return tail
 
 
@@ -266,6 +298,7 @@ def _parse_file_tail(lines: list[bytes], after: int, report: ReadReport) -> Tail
                 tail.last_entry_id = max(tail.last_entry_id, parsed.id)
     rest = _tail_of(parse_tape_lines(slow, report=report), after, report)
     tail.snapshots.extend(rest.snapshots)
+    tail.edits.extend(rest.edits)
     tail.last_entry_id = max(tail.last_entry_id, rest.last_entry_id)
     report.entries = len(tail.snapshots)
     return tail

@@ -4,7 +4,8 @@ Memory is derived data of a tape, so it lives beside it: a sibling tape
 ``<tape>__sidecar__semantic_memory`` in the same store (bub's JSONL file store by
 default; SQL or Redis stores that bub plugins provide work unchanged). Tape reset
 and archive carry the sidecar along. Each snapshot is one ``event`` entry named
-``memory.snapshot`` whose data is the snapshot.
+``memory.snapshot`` whose data is the snapshot; each edit a person made (forget, set,
+merge...) is one ``event`` entry named ``memory.edit``, folded with the snapshots.
 
 bub's file store has no cross-process lock and appends right after a torn last
 line (a writer killed mid-write), fusing the two. For that store this module holds
@@ -23,7 +24,7 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from bub.store import (
 )
 from bub.tape import TapeEntry
 
+from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import StoreError, TapeNameError
 from bub_semantic_memory._gc import gc_paused
 from bub_semantic_memory._models import Snapshot
@@ -49,17 +51,20 @@ from bub_semantic_memory.stores._checkpoint import (
     CheckpointError,
     decode_checkpoint,
     encode_checkpoint,
+    is_purged_checkpoint,
 )
-from bub_semantic_memory.stores._readers import SNAPSHOT_EVENT, sidecar_reader
+from bub_semantic_memory.stores._readers import EDIT_EVENT, SNAPSHOT_EVENT, Tail, sidecar_reader
 from bub_semantic_memory.tape._transcript import Entry, ReadIssue, ReadReport, coerce_entries
 
 __all__ = [
+    "EDIT_EVENT",
     "SIDECAR_NAME",
     "SNAPSHOT_EVENT",
     "MemoryLoad",
     "MemorySidecar",
     "SnapshotStore",
     "fetch_tape",
+    "file_lock",
     "file_tape_directory",
     "memory_tape_name",
     "open_bub_tape_store",
@@ -122,6 +127,8 @@ class MemoryLoad:
         checkpoint_through: the sidecar entry the checkpoint used covers (0: none used).
         last_entry_id: the last sidecar entry read.
         tail_snapshots: snapshots folded on top of the checkpoint (all of them without one).
+        refolded: the newest checkpoint was older than an edit, so everything was folded again
+            under every edit (the next checkpoint makes loads short again).
     """
 
     graph: MemoryGraph
@@ -129,6 +136,7 @@ class MemoryLoad:
     checkpoint_through: int
     last_entry_id: int
     tail_snapshots: int
+    refolded: bool = False
 
 
 @dataclass(frozen=True)
@@ -179,20 +187,28 @@ class SnapshotStore:
         loaded = await self.load_graph(tape, ontology)
         return loaded.graph, loaded.report
 
-    async def load_graph(self, tape: str, ontology: Ontology | None = None) -> MemoryLoad:
+    async def load_graph(
+        self, tape: str, ontology: Ontology | None = None, *, edits: Iterable[Edit] = ()
+    ) -> MemoryLoad:
         """Like :meth:`graph`, and says what was read (see :class:`MemoryLoad`).
 
         A checkpoint that cannot be used (another version or ontology, a hash that does
         not match, malformed) is reported as ``bad_checkpoint`` and all snapshots are
-        folded instead.
+        folded instead. So is a checkpoint older than an edit: edits apply before anything
+        is folded (see :mod:`bub_semantic_memory.memory._edits`), so a new one means a new
+        fold. A checkpoint a purge invalidated is passed over without a report.
+
+        ``edits``: edits not stored yet (an agent's forget until its turn ends), applied as if
+        they were.
         """
+        pending = list(edits)
         sidecar = memory_tape_name(tape)
         report = ReadReport(source=sidecar)
         reader = sidecar_reader(self.store, self.directory)
         base: MemoryGraph | None = None
         through = 0
         stored = await reader.latest_checkpoint(sidecar)
-        if stored is not None:
+        if stored is not None and not is_purged_checkpoint(stored.payload.get("state")):
             try:
                 checkpoint = decode_checkpoint(stored.payload.get("state"), ontology, tape=tape)
                 base, through = checkpoint.graph, checkpoint.through
@@ -200,12 +216,38 @@ class SnapshotStore:
                 report.add(
                     ReadIssue("bad_checkpoint", f"{exc}; folding all snapshots instead", entry_id=stored.id)
                 )
-        tail = await reader.read_after(sidecar, through, report)
-        graph = base if base is not None else MemoryGraph(ontology, tape=tape)
+        first = ReadReport(source=sidecar, log_level=logging.DEBUG)  # logged once, below or on the re-read
+        tail = await reader.read_after(sidecar, through, first)
+        refolded = base is not None and any(edit.id not in base.edits for edit in [*tail.edits, *pending])
+        if refolded:
+            base, through = None, 0
+            tail = await reader.read_after(sidecar, 0, report)
+        else:
+            for issue in first.issues:
+                report.add(issue)
+            report.entries = first.entries
+        graph = base if base is not None else MemoryGraph(ontology, tape=tape, edits=[*tail.edits, *pending])
         with gc_paused():
             for snapshot in tail.snapshots:
                 graph.add(snapshot)
-        return MemoryLoad(graph, report, through, max(through, tail.last_entry_id), len(tail.snapshots))
+        return MemoryLoad(
+            graph, report, through, max(through, tail.last_entry_id), len(tail.snapshots), refolded
+        )
+
+    async def read_after(
+        self, tape: str, after: int, *, log_level: int = logging.WARNING
+    ) -> tuple[Tail, ReadReport]:
+        """The snapshots and edits of ``tape``'s sidecar after entry ``after`` (what other writers added);
+        what cannot be read is reported (and logged at ``log_level``)."""
+        sidecar = memory_tape_name(tape)
+        report = ReadReport(source=sidecar, log_level=log_level)
+        tail = await sidecar_reader(self.store, self.directory).read_after(sidecar, after, report)
+        return tail, report
+
+    async def edits(self, tape: str) -> list[Edit]:
+        """Every edit of ``tape``'s memory, in the order they apply."""
+        tail, _ = await self.read_after(tape, 0)
+        return sorted({e.id: e for e in tail.edits}.values(), key=lambda e: e.order)
 
     async def checkpoint(self, tape: str, ontology: Ontology | None = None, *, min_tail: int = 1) -> bool:
         """Store a checkpoint of ``tape``'s memory if at least ``min_tail`` snapshots follow the newest one.
@@ -218,7 +260,7 @@ class SnapshotStore:
             StoreError: the store refused the read or the write.
         """
         loaded = await self.load_graph(tape, ontology)
-        if loaded.tail_snapshots < max(1, min_tail):
+        if loaded.tail_snapshots < max(1, min_tail) and not (loaded.refolded and loaded.tail_snapshots):
             return False
         state = await asyncio.to_thread(encode_checkpoint, loaded.graph, loaded.last_entry_id)
         await self._append_entry(memory_tape_name(tape), TapeEntry.anchor(CHECKPOINT_ANCHOR, state))
@@ -236,6 +278,15 @@ class SnapshotStore:
         entry = TapeEntry.event(SNAPSHOT_EVENT, snapshot_payload(snapshot), schema=snapshot.schema_version)
         await self._append_entry(memory_tape_name(snapshot.tape), entry)
 
+    async def append_edit(self, edit: Edit) -> None:
+        """Append one edit to its tape's sidecar: every later fold, in any process, applies it.
+
+        Raises:
+            StoreError: the store refused the write.
+        """
+        entry = TapeEntry.event(EDIT_EVENT, edit_payload(edit), schema=edit.schema_version)
+        await self._append_entry(memory_tape_name(edit.tape), entry)
+
     async def _append_entry(self, sidecar: str, entry: TapeEntry) -> None:
         if self.directory is not None:
             await asyncio.to_thread(self._append_file, sidecar, entry)
@@ -252,7 +303,7 @@ class SnapshotStore:
         assert self.directory is not None
         path = self.directory / f"{sidecar}.jsonl"
         try:
-            with _locked(path.with_name(path.name + ".lock")):
+            with file_lock(path.with_name(path.name + ".lock")):
                 # One descriptor for the whole append: creates the file user-only, checks
                 # the last byte, and fsyncs what bub's store wrote (same file, same inode).
                 fd = os.open(path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
@@ -321,7 +372,8 @@ def _last_newline_end(handle: Any, size: int) -> int:
 
 
 @contextlib.contextmanager
-def _locked(lock_path: Path) -> Iterator[None]:
+def file_lock(lock_path: Path) -> Iterator[None]:
+    """Hold the ``fcntl`` lock every writer of a file store's sidecar takes (appends, purges)."""
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -349,6 +401,13 @@ def snapshot_payload(snapshot: Snapshot) -> dict[str, Any]:
     """
     data = snapshot.model_dump(mode="json", exclude_defaults=True)
     data["schema_version"] = snapshot.schema_version  # always explicit: a later default must not rewrite it
+    return data
+
+
+def edit_payload(edit: Edit) -> dict[str, Any]:
+    """The stored form of an edit: its JSON fields, defaults (so empty lists) left out, as for snapshots."""
+    data = edit.model_dump(mode="json", exclude_defaults=True)
+    data["schema_version"] = edit.schema_version
     return data
 
 

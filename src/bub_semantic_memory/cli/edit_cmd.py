@@ -1,0 +1,379 @@
+"""The ``memory`` verbs that edit a tape's memory: forget, set, unset, merge, split, end, undo, edits.
+
+Each verb appends an edit to the tape's memory sidecar (who, when, what), folds the memory
+again and prints what changed; ``--json`` prints :meth:`EditResult.as_dict
+<bub_semantic_memory.agent._editing.EditResult.as_dict>` (``edit``, ``changes``, ``purge``).
+``forget --purge`` also erases the forgotten names from what the sidecar stored before, from
+its archives and from the eval cache of that tape. Export and import live in :mod:`.export_cmd`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import typer
+
+from bub_semantic_memory.agent._editing import EditResult, MemoryEditor
+from bub_semantic_memory.cli._app import PROMOTED_PROMPT
+from bub_semantic_memory.cli._common import TAPES_DIR_OPTION, fail, handle_errors, stderr, stdout, tape_store
+from bub_semantic_memory.cli._options import PROMPTS_DIR
+from bub_semantic_memory.evals.cache import ResponseCache
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.memory._edits import EditBook
+from bub_semantic_memory.stores._store import session_tape_name, validate_tape_name
+
+__all__ = ["end", "forget", "list_edits", "merge", "register", "set_attribute", "split", "undo", "unset"]
+
+TAPE = typer.Option(None, "--tape", help="Tape name (or use --session).")
+SESSION = typer.Option(None, "--session", help="A bub session id (with --workspace).")
+WORKSPACE = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session.")
+PROMPT = typer.Option(
+    PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version whose ontology folds the memory."
+)
+BY = typer.Option(None, "--by", help="Who makes the edit, for the log (default: cli:<login name>).")
+JSON = typer.Option(False, "--json", help="Print the edit, what it changed and what a purge erased, as JSON.")
+
+
+def register(verbs: typer.Typer) -> None:
+    """Add the edit verbs to the ``memory`` group."""
+    verbs.command("forget")(forget)
+    verbs.command("set")(set_attribute)
+    verbs.command("unset")(unset)
+    verbs.command("merge")(merge)
+    verbs.command("split")(split)
+    verbs.command("end")(end)
+    verbs.command("undo")(undo)
+    verbs.command("edits")(list_edits)
+
+
+def tape_name(tape: str | None, session: str | None, workspace: Path) -> str:
+    """The tape of ``--tape``, or of ``--session`` in ``--workspace`` (one of them, else a usage error)."""
+    if (tape is None) == (session is None):
+        fail("give either --tape NAME or --session", code=2)
+    return validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
+
+
+def author(by: str | None) -> str:
+    """``--by``, or ``cli:`` and the login name."""
+    if by:
+        return by
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):  # no login name (a container without a passwd entry)
+        return "cli"
+
+
+def archive_directory(tapes_dir: Path | None) -> Path:
+    """Where bub archives sidecars: beside its tapes (``--tapes-dir``, else ``bub.home/tapes``)."""
+    if tapes_dir is not None:
+        return tapes_dir
+    import bub
+
+    return Path(bub.home) / "tapes"
+
+
+def run_edit(
+    name: str,
+    *,
+    tapes_dir: Path | None,
+    prompt: str,
+    prompts_dir: Path | None,
+    by: str | None,
+    act: Callable[[MemoryEditor], Awaitable[EditResult]],
+) -> EditResult:
+    """Open the store, make the edit with a :class:`MemoryEditor`, return what it did."""
+    ontology = PromptLibrary(prompts_dir).load(prompt).ontology
+
+    async def run() -> EditResult:
+        async with tape_store(tapes_dir) as store:
+            editor = MemoryEditor(
+                store, name, ontology, by=author(by), archive_dir=archive_directory(tapes_dir)
+            )
+            return await act(editor)
+
+    return asyncio.run(run())
+
+
+def show(result: EditResult, name: str, as_json: bool) -> None:
+    """Print what an edit did: a summary line, then each change (or the ``--json`` data)."""
+    if as_json:
+        stdout.print(json.dumps(result.as_dict(), indent=2, ensure_ascii=False), markup=False)
+        return
+    edit, changes = result.edit, result.changes
+    stdout.print(f"{edit.summary()}: {changes.counts()}.", markup=False)
+    for label, items in changes.as_dict().items():
+        for item in items:
+            stdout.print(f"  {label.replace('_', ' ')}: {item}", markup=False)
+    if result.purge is not None:
+        p = result.purge
+        stdout.print(
+            f"Purged from the {p.store} store: {p.snapshots} snapshot(s) rewritten ({p.items} item(s) taken "
+            f"out), {p.checkpoints} checkpoint(s) invalidated, {p.edits} edit(s) reduced to digests, "
+            f"{p.archives} archive(s) rewritten, {p.blanked} unreadable line(s) blanked, {p.torn} torn "
+            f"chunk(s) removed, {p.eval_cache} eval cache file(s) deleted"
+            + (f"; {p.compacted}" if p.compacted else "")
+            + (f"; {p.left} other entr(ies) still name it" if p.left else "")
+            + ".",
+            markup=False,
+        )
+    elif edit.op != "undo":
+        stdout.print(
+            f"Edit {edit.id}; undo with: semantic-memory memory undo {edit.id} --tape {name}", markup=False
+        )
+
+
+@handle_errors
+def forget(
+    name: str | None = typer.Argument(None, help="The entity to forget: a name, an alias or a key."),
+    relation: tuple[str, str, str] | None = typer.Option(
+        None,
+        "--relation",
+        metavar="SRC TYPE DST",
+        help="Forget this relation instead (entity names or keys).",
+    ),
+    fact: str | None = typer.Option(None, "--fact", help="Forget this stated fact instead (its words)."),
+    entity_type: str | None = typer.Option(
+        None, "--type", help="The entity's type, when its name is shared."
+    ),
+    purge: bool = typer.Option(
+        False,
+        "--purge",
+        help="Also erase the names and values from earlier snapshots, checkpoints, archives and the eval "
+        "cache of this tape (a person's right to erasure; cannot be undone).",
+    ),
+    eval_cache: Path = typer.Option(
+        Path(".cache/eval"), "--eval-cache", help="The eval response cache --purge searches."
+    ),
+    tape: str | None = TAPE,
+    session: str | None = SESSION,
+    workspace: Path = WORKSPACE,
+    prompt: str = PROMPT,
+    prompts_dir: Path | None = PROMPTS_DIR,
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    by: str | None = BY,
+    as_json: bool = JSON,
+) -> None:
+    """Forget an entity (with its relations, attributes and the facts about it), a relation or a fact.
+
+    It leaves the memory, every later block and tool result, and every checkpoint stored after
+    it; extracting the old entries again never brings it back, a later mention does. Undo it
+    with 'memory undo'. With --purge it is also erased from what was stored before.
+    """
+    if sum(x is not None for x in (name, relation, fact)) != 1:
+        fail("give one of NAME, --relation SRC TYPE DST or --fact STATEMENT", code=2)
+    tape_of = tape_name(tape, session, workspace)
+
+    async def act(editor: MemoryEditor) -> EditResult:
+        if relation is not None:
+            return await editor.forget_relation(*relation, purge=purge)
+        if fact is not None:
+            return await editor.forget_fact(fact, purge=purge)
+        assert name is not None
+        return await editor.forget(name, entity_type=entity_type, purge=purge)
+
+    result = run_edit(tape_of, tapes_dir=tapes_dir, prompt=prompt, prompts_dir=prompts_dir, by=by, act=act)
+    if result.purge is not None and eval_cache.is_dir():
+        result.purge.eval_cache = ResponseCache(eval_cache).purge(tape_of, result.edit.named_in)
+    show(result, tape_of, as_json)
+
+
+@handle_errors
+def set_attribute(
+    name: str = typer.Argument(..., help="The entity: a name, an alias or a key."),
+    key: str = typer.Argument(..., help="The attribute."),
+    value: str = typer.Argument(..., help="Its value: it wins over what extraction says, until unset."),
+    tape: str | None = TAPE,
+    session: str | None = SESSION,
+    workspace: Path = WORKSPACE,
+    prompt: str = PROMPT,
+    prompts_dir: Path | None = PROMPTS_DIR,
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    by: str | None = BY,
+    as_json: bool = JSON,
+) -> None:
+    """Set an entity's attribute by hand: extraction never overrides it."""
+    tape_of = tape_name(tape, session, workspace)
+    result = run_edit(
+        tape_of,
+        tapes_dir=tapes_dir,
+        prompt=prompt,
+        prompts_dir=prompts_dir,
+        by=by,
+        act=lambda editor: editor.set(name, key, value),
+    )
+    show(result, tape_of, as_json)
+
+
+@handle_errors
+def unset(
+    name: str = typer.Argument(..., help="The entity: a name, an alias or a key."),
+    key: str = typer.Argument(..., help="The attribute to drop."),
+    tape: str | None = TAPE,
+    session: str | None = SESSION,
+    workspace: Path = WORKSPACE,
+    prompt: str = PROMPT,
+    prompts_dir: Path | None = PROMPTS_DIR,
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    by: str | None = BY,
+    as_json: bool = JSON,
+) -> None:
+    """Drop an entity's attribute (a later mention may state it again)."""
+    tape_of = tape_name(tape, session, workspace)
+    result = run_edit(
+        tape_of,
+        tapes_dir=tapes_dir,
+        prompt=prompt,
+        prompts_dir=prompts_dir,
+        by=by,
+        act=lambda editor: editor.unset(name, key),
+    )
+    show(result, tape_of, as_json)
+
+
+@handle_errors
+def merge(
+    keep: str = typer.Argument(..., help="The entity that stays (a name, an alias or a key)."),
+    other: str = typer.Argument(..., help="The entity merged into it: its names become aliases."),
+    tape: str | None = TAPE,
+    session: str | None = SESSION,
+    workspace: Path = WORKSPACE,
+    prompt: str = PROMPT,
+    prompts_dir: Path | None = PROMPTS_DIR,
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    by: str | None = BY,
+    as_json: bool = JSON,
+) -> None:
+    """Merge two entities into one: aliases kept, relations and facts re-pointed (undo with 'split')."""
+    tape_of = tape_name(tape, session, workspace)
+    result = run_edit(
+        tape_of,
+        tapes_dir=tapes_dir,
+        prompt=prompt,
+        prompts_dir=prompts_dir,
+        by=by,
+        act=lambda editor: editor.merge(keep, other),
+    )
+    show(result, tape_of, as_json)
+
+
+@handle_errors
+def split(
+    keep: str = typer.Argument(..., help="The entity that was kept."),
+    other: str = typer.Argument(..., help="The entity merged into it (a name it had, or its key)."),
+    tape: str | None = TAPE,
+    session: str | None = SESSION,
+    workspace: Path = WORKSPACE,
+    prompt: str = PROMPT,
+    prompts_dir: Path | None = PROMPTS_DIR,
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    by: str | None = BY,
+    as_json: bool = JSON,
+) -> None:
+    """Undo a merge: the two entities are two again."""
+    tape_of = tape_name(tape, session, workspace)
+    result = run_edit(
+        tape_of,
+        tapes_dir=tapes_dir,
+        prompt=prompt,
+        prompts_dir=prompts_dir,
+        by=by,
+        act=lambda editor: editor.split(keep, other),
+    )
+    show(result, tape_of, as_json)
+
+
+@handle_errors
+def end(
+    source: str = typer.Argument(..., help="The relation's source entity."),
+    rel_type: str = typer.Argument(..., metavar="TYPE", help="The relation type (lives_in, works_for...)."),
+    target: str = typer.Argument(..., help="The relation's target entity."),
+    at: int | None = typer.Option(
+        None, "--at", min=0, help="The entry from which it no longer holds (default: the tape's last)."
+    ),
+    tape: str | None = TAPE,
+    session: str | None = SESSION,
+    workspace: Path = WORKSPACE,
+    prompt: str = PROMPT,
+    prompts_dir: Path | None = PROMPTS_DIR,
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    by: str | None = BY,
+    as_json: bool = JSON,
+) -> None:
+    """Close a relation as no longer true (its valid_until); a later mention opens it again."""
+    tape_of = tape_name(tape, session, workspace)
+    result = run_edit(
+        tape_of,
+        tapes_dir=tapes_dir,
+        prompt=prompt,
+        prompts_dir=prompts_dir,
+        by=by,
+        act=lambda editor: editor.end(source, rel_type, target, until=at),
+    )
+    show(result, tape_of, as_json)
+
+
+@handle_errors
+def undo(
+    edit_id: str = typer.Argument(
+        ..., metavar="EDIT", help="The edit's id, or the start of it ('memory edits')."
+    ),
+    tape: str | None = TAPE,
+    session: str | None = SESSION,
+    workspace: Path = WORKSPACE,
+    prompt: str = PROMPT,
+    prompts_dir: Path | None = PROMPTS_DIR,
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    by: str | None = BY,
+    as_json: bool = JSON,
+) -> None:
+    """Undo an edit (a forget, a set, a merge, an import...): what it changed comes back."""
+    tape_of = tape_name(tape, session, workspace)
+    result = run_edit(
+        tape_of,
+        tapes_dir=tapes_dir,
+        prompt=prompt,
+        prompts_dir=prompts_dir,
+        by=by,
+        act=lambda editor: editor.undo(edit_id),
+    )
+    show(result, tape_of, as_json)
+
+
+@handle_errors
+def list_edits(
+    tape: str | None = TAPE,
+    session: str | None = SESSION,
+    workspace: Path = WORKSPACE,
+    prompt: str = PROMPT,
+    prompts_dir: Path | None = PROMPTS_DIR,
+    tapes_dir: Path | None = TAPES_DIR_OPTION,
+    as_json: bool = typer.Option(False, "--json", help="Print the edits as a JSON array."),
+) -> None:
+    """List the edits of a tape's memory, oldest first: id, position, when, who, what, and whether
+    it still applies."""
+    tape_of = tape_name(tape, session, workspace)
+    ontology = PromptLibrary(prompts_dir).load(prompt).ontology
+
+    async def run() -> EditBook:
+        async with tape_store(tapes_dir) as store:
+            return (await MemoryEditor(store, tape_of, ontology, by=author(None)).graph()).edits
+
+    book = asyncio.run(run())
+    if as_json:
+        found = [
+            edit.model_dump(mode="json", exclude_defaults=True) | {"applies": book.is_effective(edit)}
+            for edit in book.edits
+        ]
+        stdout.print(json.dumps(found, indent=2, ensure_ascii=False), markup=False)
+        return
+    if not book:
+        stderr.print(f"The memory of {tape_of} has no edits.", markup=False)
+        return
+    for edit in book.edits:
+        status = "" if book.is_effective(edit) else "  (does not apply: undone, voided or an undo)"
+        when = f"{edit.created_at:%Y-%m-%d %H:%M}"
+        stdout.print(f"{edit.id}  entry {edit.at}  {when}  {edit.by}  {edit.summary()}{status}", markup=False)

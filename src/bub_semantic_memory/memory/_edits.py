@@ -1,0 +1,293 @@
+"""The edits a memory graph applies while it folds: what a person forgot, corrected, merged or ended.
+
+:class:`EditBook` holds a tape's edits (:class:`~bub_semantic_memory._edits.Edit`) and decides,
+for each item of each snapshot the graph folds, what of it survives. Its rules:
+
+* **Edits apply in order** (tape position, then time): an ``undo`` cancels the edit it names; a
+  ``forget`` of an entity voids the earlier ``set``, ``unset``, ``merge`` and ``end`` edits about it.
+* **A forget wins over the entries up to its position.** An entity mention, relation or fact it
+  recognises is dropped when everything that states it is at or before the forget's position
+  (:attr:`Edit.at`; an item without evidence is placed at its snapshot's last entry). What is
+  also stated after it is a new mention: it is kept, with only its later evidence. A forgotten
+  entity takes its relations, the facts about it or naming it, and the attribute values naming
+  it along.
+* **A set attribute wins over extraction**, at any position, until it is unset or undone; an
+  ``unset`` drops the values extracted up to its position.
+* **A merge redirects** the merged entity's keys to the kept one, so its mentions, relations and
+  facts land there; **an end** closes a relation at its entry unless the relation is stated again
+  after the edit.
+
+The graph applies the book *before* it folds anything (a new edit means a new fold, see
+:meth:`~bub_semantic_memory.stores.SnapshotStore.load_graph`), so whatever order the snapshots
+come in, they meet the same rules: a snapshot replayed after a forget, and a snapshot of old
+entries extracted again, are filtered like the first ones were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Set
+from dataclasses import dataclass
+
+from bub_semantic_memory._edits import (
+    Edit,
+    digest,
+    fact_digests,
+    mention_digests,
+    name_digest,
+    relation_digest,
+)
+from bub_semantic_memory._models import Entity, Fact, Relation, RelationKey, Snapshot
+from bub_semantic_memory.memory._facts import SAME_FACT
+
+__all__ = ["EditBook"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Forget:
+    match: frozenset[str]
+    words: frozenset[str]
+    kind: str | None
+    at: int
+
+
+def _position(evidence: Iterable[int], fallback: int) -> int:
+    return max(evidence, default=fallback)
+
+
+def _later(evidence: tuple[int, ...], position: int) -> tuple[int, ...]:
+    return tuple(e for e in evidence if e > position)
+
+
+def key_digest(key: str) -> str:
+    """The digest of an entity key, as a forget's ``match`` holds it."""
+    return digest("key", key)
+
+
+class EditBook:
+    """A tape's edits, ordered, with what they decide for the fold (see the module docstring)."""
+
+    def __init__(self, edits: Iterable[Edit] = ()) -> None:
+        self._edits: dict[str, Edit] = {}
+        for edit in edits:
+            self._edits.setdefault(edit.id, edit)
+        ordered = sorted(self._edits.values(), key=lambda e: e.order)
+        undone = {e.undoes for e in ordered if e.op == "undo" and e.undoes}
+        effective = [e for e in ordered if e.op != "undo" and e.id not in undone]
+        self.undone: frozenset[str] = frozenset(i for i in undone if i is not None)
+        self.suppressed_snapshots = frozenset(
+            e.snapshot for e in ordered if e.op == "import" and e.id in undone and e.snapshot
+        )
+        self._forgets = [
+            _Forget(frozenset(e.match), frozenset(e.words), e.fact_kind, e.at)
+            for e in effective
+            if e.op == "forget"
+        ]
+        self.erasures = [e for e in effective if e.op == "forget" and e.purged]
+        """Forgets whose names were purged: what they recognise is never stored again either."""
+        self._void = {e.id for e in effective if e.op != "forget" and self._voided(e, effective)}
+        self.redirects: dict[str, str] = {}
+        self.merged_names: dict[str, tuple[str, str]] = {}
+        self._pins: dict[str, dict[str, str]] = {}
+        self._unsets: dict[tuple[str, str], int] = {}
+        self._ends: dict[RelationKey, tuple[int, int]] = {}
+        for edit in effective:
+            if edit.id not in self._void and not edit.purged:
+                self._apply(edit)
+
+    def __bool__(self) -> bool:
+        return bool(self._edits)
+
+    def __len__(self) -> int:
+        return len(self._edits)
+
+    def __contains__(self, edit_id: object) -> bool:
+        return edit_id in self._edits
+
+    @property
+    def edits(self) -> list[Edit]:
+        """Every edit, undone ones and undos included, in the order they apply."""
+        return sorted(self._edits.values(), key=lambda e: e.order)
+
+    def is_effective(self, edit: Edit) -> bool:
+        """Whether ``edit`` still applies (not undone, not voided by a later forget, not an undo)."""
+        return edit.op != "undo" and edit.id not in self.undone and edit.id not in self._void
+
+    def _voided(self, edit: Edit, effective: list[Edit]) -> bool:
+        """Whether a later forget of the entity (or of a relation endpoint) ``edit`` is about voids it."""
+        keys = [k for k in (edit.entity, edit.other, *(edit.relation or ())) if k]
+        digests = {key_digest(k) for k in keys}
+        return any(
+            f.op == "forget" and f.order > edit.order and digests.intersection(f.match) for f in effective
+        )
+
+    def _apply(self, edit: Edit) -> None:
+        if edit.op == "merge" and edit.entity and edit.other:
+            for key in dict.fromkeys((edit.other, *edit.other_keys)):
+                if key != edit.entity:
+                    self.redirects[key] = edit.entity
+            if edit.names and edit.entity_type:
+                self.merged_names[edit.entity] = (edit.names[0], edit.entity_type)
+        elif edit.op == "set" and edit.entity and edit.key is not None and edit.value is not None:
+            self._pins.setdefault(edit.entity, {})[edit.key] = edit.value
+            self._unsets.pop((edit.entity, edit.key), None)
+        elif edit.op == "unset" and edit.entity and edit.key is not None:
+            self._pins.get(edit.entity, {}).pop(edit.key, None)
+            self._unsets[(edit.entity, edit.key)] = edit.at
+        elif edit.op == "end" and edit.relation is not None and edit.until is not None:
+            self._ends[edit.relation] = (edit.until, edit.at)
+
+    # -- what survives of a snapshot ------------------------------------------------------------
+
+    def _forgotten_at(self, digests: Set[str]) -> int | None:
+        """The position of the latest forget that recognises any of ``digests`` (None: none does)."""
+        found = [f.at for f in self._forgets if not f.match.isdisjoint(digests)]
+        return max(found, default=None)
+
+    def entities(self, entities: Iterable[Entity], fallback: int) -> tuple[list[Entity], dict[str, int]]:
+        """The entity mentions a snapshot keeps, and the keys of those it drops (with the forget's
+        position)."""
+        if not self._forgets:
+            return list(entities), {}
+        kept: list[Entity] = []
+        dropped: dict[str, int] = {}
+        for entity in entities:
+            digests = {key_digest(entity.key), *(name_digest(entity.type, n) for n in entity.names())}
+            at = self._forgotten_at(digests)
+            if at is None:
+                kept.append(entity)
+            elif _position(entity.evidence, fallback) <= at:
+                dropped[entity.key] = at
+            else:
+                kept.append(entity.model_copy(update={"evidence": _later(entity.evidence, at)}))
+        return kept, dropped
+
+    def relations(
+        self,
+        relations: Iterable[Relation],
+        fallback: int,
+        dropped: dict[str, int],
+        canonical: Callable[[Relation], RelationKey],
+    ) -> list[Relation]:
+        """The relations a snapshot keeps (``dropped``: the entity keys its entity mentions lost)."""
+        if not self._forgets:
+            return list(relations)
+        kept: list[Relation] = []
+        for relation in relations:
+            if relation.source in dropped or relation.target in dropped:
+                continue  # an endpoint only this snapshot's forgotten mention named
+            key = canonical(relation)
+            digests = {
+                relation_digest(key),
+                *(key_digest(k) for k in {relation.source, relation.target, key[0], key[2]}),
+            }
+            at = self._forgotten_at(digests)
+            if at is not None:
+                if _position(relation.evidence, fallback) <= at:
+                    continue
+                relation = relation.model_copy(update={"evidence": _later(relation.evidence, at)})
+            if relation.attributes:
+                relation = relation.model_copy(
+                    update={"attributes": self.unnamed(relation.attributes, relation.evidence, fallback)}
+                )
+            kept.append(relation)
+        return kept
+
+    def facts(
+        self,
+        facts: Iterable[Fact],
+        fallback: int,
+        dropped: dict[str, int],
+        resolve: Callable[[str], str],
+    ) -> list[Fact]:
+        """The facts a snapshot keeps: not forgotten, not about or naming a forgotten entity."""
+        if not self._forgets:
+            return list(facts)
+        kept: list[Fact] = []
+        for fact in facts:
+            at = self._fact_forgotten_at(fact, dropped, resolve)
+            if at is not None:
+                if _position(fact.evidence, fallback) <= at:
+                    continue
+                fact = fact.model_copy(update={"evidence": _later(fact.evidence, at)})
+            kept.append(fact)
+        return kept
+
+    def _fact_forgotten_at(
+        self, fact: Fact, dropped: dict[str, int], resolve: Callable[[str], str]
+    ) -> int | None:
+        digests = {digest("fact", fact.key), *mention_digests(fact.statement)}
+        if fact.topic:
+            digests |= mention_digests(fact.topic)
+        for key in fact.about:
+            digests |= {key_digest(key), key_digest(resolve(key))}
+        found = [dropped[k] for k in fact.about if k in dropped]
+        found += [f.at for f in self._forgets if not f.match.isdisjoint(digests)]
+        words = fact_digests(fact.statement) if any(f.words for f in self._forgets) else frozenset()
+        for forget in self._forgets:
+            if forget.words and forget.kind == fact.kind and words:
+                shared = len(words & forget.words) / len(words | forget.words)
+                if shared >= SAME_FACT:
+                    found.append(forget.at)
+        return max(found, default=None)
+
+    def unnamed(self, values: dict[str, str], evidence: tuple[int, ...], fallback: int) -> dict[str, str]:
+        """``values`` without those naming a forgotten entity (stated at or before the forget)."""
+        position = _position(evidence, fallback)
+        kept = {}
+        for name, value in values.items():
+            at = self._forgotten_at(mention_digests(value))
+            if at is None or position > at:
+                kept[name] = value
+        return kept
+
+    def scrub(
+        self,
+        snapshot: Snapshot,
+        canonical: Callable[[Relation], RelationKey],
+        resolve: Callable[[str], str],
+    ) -> Snapshot:
+        """``snapshot`` without what the forgets recognise (same id): what a purge stores in its place.
+
+        Attribute values naming a forgotten entity go too; the pins and unsets of other edits do not
+        apply (they are not erasures).
+        """
+        fallback = snapshot.last_entry_id
+        entities, dropped = self.entities(snapshot.entities, fallback)
+        entities = [
+            e.model_copy(update={"attributes": self.unnamed(e.attributes, e.evidence, fallback)})
+            if e.attributes
+            else e
+            for e in entities
+        ]
+        relations = self.relations(snapshot.relations, fallback, dropped, canonical)
+        facts = self.facts(snapshot.facts, fallback, dropped, resolve)
+        return snapshot.model_copy(
+            update={"entities": tuple(entities), "relations": tuple(relations), "facts": tuple(facts)}
+        )
+
+    # -- what the graph applies to its nodes and edges -----------------------------------------
+
+    def attributes(self, keys: Iterable[str], values: dict[str, str], position: int) -> dict[str, str]:
+        """The extracted attribute values a mention at ``position`` may set on the entity known by
+        ``keys``: none that a set pins, an unset dropped, or that names a forgotten entity."""
+        keys = list(keys)
+        kept = {}
+        for name, value in values.items():
+            if any(name in self._pins.get(k, ()) for k in keys):
+                continue
+            if any(position <= self._unsets.get((k, name), -1) for k in keys):
+                continue
+            kept[name] = value
+        return self.unnamed(kept, (), position) if self._forgets else kept
+
+    def pins(self, key: str) -> dict[str, str]:
+        """The attributes set by hand on entity ``key``."""
+        return self._pins.get(key, {})
+
+    def end(self, key: RelationKey, last_stated: int) -> int | None:
+        """The entry a relation was ended at by hand (None: not ended, or stated again after the edit)."""
+        found = self._ends.get(key)
+        if found is None:
+            return None
+        until, at = found
+        return None if last_stated > at else until
