@@ -17,52 +17,44 @@ if TYPE_CHECKING:
 
 _DEFAULT = default_bounds()
 
-MODEL = typer.Option(
+
+def _setting(default: Any, *flags: str, **kwargs: Any) -> Any:
+    """An option that is also the plugin's setting: ``--request-timeout`` reads
+    ``BUB_SEMANTIC_MEMORY_REQUEST_TIMEOUT`` (one word in three spellings)."""
+    name = flags[0].removeprefix("--").replace("-", "_").upper()
+    return typer.Option(default, *flags, envvar=f"BUB_SEMANTIC_MEMORY_{name}", **kwargs)
+
+
+MODEL = _setting(
     ...,
     "--model",
     "-m",
-    envvar="BUB_SEMANTIC_MEMORY_MODEL",
     help="Model name at the endpoint, or 'local' (the embedded model; see 'semantic-memory models').",
 )
-BASE_URL = typer.Option(
-    None, "--base-url", envvar="BUB_SEMANTIC_MEMORY_BASE_URL", help="OpenAI-compatible endpoint."
-)
+BASE_URL = _setting(None, "--base-url", help="OpenAI-compatible endpoint.")
 API_KEY = typer.Option(None, "--api-key", envvar=API_KEY_ENV, help="Endpoint key.", show_default=False)
-MODE = typer.Option(
-    "tools",
-    "--mode",
-    envvar="BUB_SEMANTIC_MEMORY_MODE",
-    help="Instructor mode: tools, json_schema, md_json, json.",
-)
-PROMPTS_DIR = typer.Option(
-    None,
-    "--prompts-dir",
-    envvar="BUB_SEMANTIC_MEMORY_PROMPTS_DIR",
-    help="Prompt directory (default: bundled).",
-)
+MODE = _setting("tools", "--mode", help="Instructor mode: tools, json_schema, md_json, json.")
+PROMPTS_DIR = _setting(None, "--prompts-dir", help="Prompt directory (default: bundled).")
 FIXTURES = typer.Option(Path("evals/fixtures"), "--fixtures", "-f", help="Fixture directory.")
 TAGS = typer.Option([], "--tag", "-t", help="Only fixtures with this tag (repeatable; any of).")
 CONCURRENCY = typer.Option(4, "--concurrency", "-c", min=1, help="Fixtures extracted at once.")
-REASKS = typer.Option(
+REASKS = _setting(
     None,
     "--reasks",
-    envvar="BUB_SEMANTIC_MEMORY_REASKS",
     min=0,
     help=f"Re-asks after an answer that breaks a rule (default: {_DEFAULT['reasks']}).",
     show_default=False,
 )
-DEADLINE = typer.Option(
+DEADLINE = _setting(
     None,
     "--deadline",
-    envvar="BUB_SEMANTIC_MEMORY_DEADLINE",
     min=1,
     help=f"Seconds one extraction call may take, retries included (default: {_DEFAULT['deadline']}).",
     show_default=False,
 )
-REQUEST_TIMEOUT = typer.Option(
+REQUEST_TIMEOUT = _setting(
     None,
     "--request-timeout",
-    envvar="BUB_SEMANTIC_MEMORY_REQUEST_TIMEOUT",
     min=1,
     help=f"Seconds per HTTP request to the endpoint (default: {_DEFAULT['request_timeout']}).",
     show_default=False,

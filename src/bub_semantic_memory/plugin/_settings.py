@@ -196,13 +196,17 @@ def extractor_config(settings: SemanticMemorySettings) -> ExtractorConfig | None
     )
 
 
+_POLICY_SETTINGS = {
+    "budget",
+    "every_turns",
+    "min_new_tokens",
+    "max_concurrent",
+    "retry_cooldown",
+    "checkpoint_every",
+}
+"""The settings a :class:`MemoryPolicy` takes, by the same names."""
+
+
 def memory_policy(settings: SemanticMemorySettings) -> MemoryPolicy:
     """The plugin's extraction cadence, injection budget and bounds."""
-    return MemoryPolicy(
-        budget=settings.budget,
-        every_turns=settings.every_turns,
-        min_new_tokens=settings.min_new_tokens,
-        max_concurrent=settings.max_concurrent,
-        retry_cooldown=settings.retry_cooldown,
-        checkpoint_every=settings.checkpoint_every,
-    )
+    return MemoryPolicy(**settings.model_dump(include=_POLICY_SETTINGS))
