@@ -109,9 +109,9 @@ def writable_prompts_dir(root: Path | None) -> Path:
         return bundled  # a source checkout: the repository's prompts/
     import shutil
 
-    import bub
+    from bub_semantic_memory._home import bub_home
 
-    user = Path(bub.home) / "prompts"
+    user = bub_home() / "prompts"
     if not user.exists():
         shutil.copytree(bundled, user)
     return user
