@@ -38,6 +38,10 @@ def packaged_traits(name: str) -> BackendTraits:
     return LocalBackend(Path(REGISTRY[name].filename), context_tokens=REGISTRY[name].context_tokens).traits
 
 
+PINNED = "extract@9"
+"""The version the bounds are compared with (none is promoted for hosted models in the bundled prompts)."""
+
+
 class Posing(OpenAIBackend):
     """The fake endpoint, behind a backend declaring the traits of the one the model spec opens."""
 
@@ -76,14 +80,15 @@ async def bounds_of_every_entry_point(
     with FakeOpenAIServer(responder=oracle) as server:
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MODEL", model)
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BASE_URL", server.base_url)
+        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", PINNED)
         plugin = SemanticMemoryPlugin(BubFramework(), open_backend=lambda config: Posing(server, traits))
         assert isinstance(plugin.memory.extractor, Extractor)
-        extract = parsed_options(("extract",), [str(DATA / "bub_run_tape.jsonl")])
+        extract = parsed_options(("extract",), [str(DATA / "bub_run_tape.jsonl"), "--prompt", PINNED])
         cli = Extractor(cli_config(extract), backend=Posing(server, traits))
         cache = tmp_path / f"cache-{model}"
         run = parsed_options(("eval", "run"), ["--cache-dir", str(cache)])
         config = cli_config(run)
-        template = config.library().load("extract", model_class=traits.model_class)
+        template = config.library().load(PINNED)
         options = RunOptions(
             extractor=config, backend=Posing(server, traits), cache_dir=run["cache_dir"], progress=False
         )
@@ -149,21 +154,14 @@ def test_eval_run_on_the_command_line_runs_the_plugins_bounds_for_a_hosted_model
     (fixture,) = load_fixtures(REPO / "evals" / "fixtures", ids=["aliases-robert-goes-by-bob"])
     oracle = SchemaFollowingOracle(OracleResponder.from_golds([fixture.gold]))
     with FakeOpenAIServer(responder=oracle) as server:
-        argv = [
-            "eval",
-            "run",
-            "--model",
-            "gpt-4o-mini",
-            "--base-url",
-            server.base_url,
-            "--fixture",
-            fixture.id,
-        ]
+        argv = ["eval", "run", "--model", "gpt-4o-mini", "--base-url", server.base_url, "--prompt", PINNED]
+        argv += ["--fixture", fixture.id]
         argv += ["--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")]
         result = CliRunner().invoke(app, argv)
         assert result.exit_code == 0, result.output
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MODEL", "gpt-4o-mini")
         monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BASE_URL", server.base_url)
+        monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", PINNED)
         plugin = SemanticMemoryPlugin(BubFramework())
         assert plugin.memory.extractor is not None
     assert cached_bounds(tmp_path / "cache") == plugin.memory.extractor.bounds
@@ -339,3 +337,66 @@ def test_from_settings_reads_the_settings_by_name_and_ignores_the_rest() -> None
 
     with pytest.raises(ConfigurationError, match="no model given"):
         ExtractorConfig.from_settings({"model": None})
+
+
+@pytest.fixture
+def promoted_for_local_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A prompt directory whose only promotion is extract@9 for local models (the plugin's and CLI's)."""
+    import shutil
+
+    from bub_semantic_memory.extraction._prompts import PromptLibrary
+
+    root = tmp_path / "prompts"
+    shutil.copytree(REPO / "prompts", root)
+    library = PromptLibrary(root)
+    manifest = library.manifest()
+    manifest.promoted = {}
+    library.save_manifest(manifest)
+    library.promote(
+        library.load("extract@9"),
+        model="local",
+        model_class="local",
+        scores={},
+        baseline=None,
+        tolerance=None,
+    )
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPTS_DIR", str(root))
+    return root
+
+
+NOT_PROMOTED = "no version of 'extract' is promoted for hosted models (promoted: extract@9 for local models)"
+
+
+def test_the_plugin_does_not_extract_for_a_hosted_model_with_a_local_promotion_only(
+    promoted_for_local_only: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MODEL", "gpt-4o-mini")
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BASE_URL", "http://127.0.0.1:9/v1")
+    plugin = SemanticMemoryPlugin(BubFramework())
+    with caplog.at_level("WARNING"):
+        assert plugin.memory.extractor is None
+    assert plugin.stats["configuration_errors"] == 1
+    [warning] = [r.getMessage() for r in caplog.records if "extraction is off" in r.getMessage()]
+    assert NOT_PROMOTED in warning and "semantic-memory prompts promote extract@N" in warning
+    # memory already stored is still folded and injected (with a promoted version's ontology)
+    assert plugin.ontology.relation_types
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", "extract@12")  # a version named is a choice
+    named = SemanticMemoryPlugin(BubFramework())
+    assert named.memory.extractor is not None and named.memory.extractor.prompt.version == 12
+
+
+@pytest.mark.parametrize("command", [["extract", str(DATA / "bub_run_tape.jsonl")], ["eval", "run"]])
+def test_extract_and_eval_run_refuse_a_hosted_model_with_a_local_promotion_only(
+    command: list[str], promoted_for_local_only: Path, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    with FakeOpenAIServer() as server:
+        argv = [*command, "--model", "gpt-4o-mini", "--base-url", server.base_url]
+        if command[0] == "eval":
+            argv += ["--fixture", "aliases-robert-goes-by-bob", "--cache-dir", str(tmp_path / "c")]
+        result = CliRunner().invoke(app, argv)
+        assert result.exit_code == 1
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"Error: {NOT_PROMOTED}") and "--prompt extract@N" in line
+        assert not server.requests, "nothing was sent with a version chosen for another class"

@@ -42,6 +42,7 @@ from tenacity import (
 from bub_semantic_memory._models import Usage
 
 __all__ = [
+    "BILLED_CLASSES",
     "HOSTED",
     "MODEL_CLASSES",
     "BackendTraits",
@@ -130,6 +131,9 @@ type ModelClass = Literal["local", "hosted"]
 sends each request, tool schemas included, to an endpoint that bills its tokens."""
 
 MODEL_CLASSES: tuple[ModelClass, ...] = ("local", "hosted")
+BILLED_CLASSES: frozenset[ModelClass] = frozenset({"hosted"})
+"""The classes whose requests are billed: a prompt version runs on them only when chosen for them
+(promoted for the class, or named), never because another class's promotion exists."""
 
 
 @dataclass(frozen=True, kw_only=True)
