@@ -41,7 +41,7 @@ from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.evals.cost import billed_prompt
 from bub_semantic_memory.extraction._config import CallBounds, ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
-from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.extraction._prompts import PromptTemplate
 from bub_semantic_memory.extraction._responses import MAX_CLASSIFIED, MAX_ENTITIES
 from bub_semantic_memory.extraction._strategies import Step
 from bub_semantic_memory.extraction._validation import KnownEntity
@@ -268,7 +268,7 @@ async def compare(
 
 
 async def run(config: BenchConfig) -> Section:
-    library = PromptLibrary()
+    library = config.library()
     prompt = library.load(config.prompt)
     due, cadence_text = plugin_cadence(config.prompt)
     section = Section(
