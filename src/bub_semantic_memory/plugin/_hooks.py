@@ -169,7 +169,8 @@ class SemanticMemoryPlugin:
         from bub_semantic_memory.extraction._extractor import Extractor
         from bub_semantic_memory.plugin._settings import extractor_config
 
-        quiet_dependencies()  # the plugin's own warning says what failed, once
+        # The plugin's own warning says what failed, once; the host's own requests keep their logs.
+        quiet_dependencies("extraction")
         try:
             config = extractor_config(self.settings)
             if config is None:
