@@ -62,8 +62,9 @@ def quiet_dependencies(scope: Literal["process", "extraction"] = "process") -> N
 
     Args:
         scope: ``process`` (the CLI: nothing else runs in its process) sets them to CRITICAL,
-            or back to NOTSET when this package logs at DEBUG; ``extraction`` (the plugin) filters out only the
-            records of extraction calls, so the host's own requests keep their logs.
+            or back to NOTSET when this package logs at DEBUG; ``extraction`` (the plugin)
+            filters out only the records of extraction calls, so the host's own requests keep
+            their logs.
     """
     if scope == "extraction":
         for name in _loggers_below(NOISY_LOGGERS):
