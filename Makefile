@@ -23,15 +23,19 @@ setup: $(TOOLS)/bin/uv
 	$(UV) sync --frozen --inexact
 
 # The build prints nothing while it compiles, so say what it is and how long it takes, and
-# report every TICK seconds until it is done.
+# report every TICK seconds until it is done. uv's plan (a dry run) says whether it has a wheel
+# it built before ("already cached") or has to build one ("uncached distribution").
 VENV_PY := .venv/bin/python
 TICK := 60
 setup-local: setup
 	@if $(VENV_PY) -c "import llama_cpp" >/dev/null 2>&1; then \
 	    echo "llama-cpp-python is already built."; \
+	elif $(UV) sync --frozen --inexact --extra local --dry-run -v 2>&1 \
+	        | grep -q "already cached: llama-cpp-python=="; then \
+	    echo "Installing llama-cpp-python from the wheel uv built before (no compiling)."; \
 	else \
 	    echo "Installing llama-cpp-python: built from source with portable CPU flags (usually 6-7 min on"; \
-	    echo "2 cores) unless uv has a wheel it built before. A line follows every $(TICK) s until it is done."; \
+	    echo "2 cores). A line follows every $(TICK) s until it is done."; \
 	fi
 	@start=$$(date +%s); \
 	( n=0; while sleep 1; do n=$$((n + 1)); [ $$((n % $(TICK))) -ne 0 ] || \

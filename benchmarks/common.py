@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bub_semantic_memory.evals.report import percentile
+from bub_semantic_memory.extraction._prompts import PromptLibrary
 
 __all__ = [
     "BENCH_DIR",
@@ -52,10 +53,24 @@ class BenchConfig:
         quick: shrink every size for a smoke run of a few seconds.
         prompt: the extraction prompt version for sections 1, 2 and 5 (a resolved reference
             such as ``extract@2``; by default the one the plugin would use).
+        prompts_dir: the prompt directory (its versions and its manifest's promotions;
+            ``None``: the bundled one), as the plugin's ``prompts_dir`` setting.
     """
 
     quick: bool = False
     prompt: str = "extract"
+    prompts_dir: Path | None = None
+
+    def library(self) -> PromptLibrary:
+        """The prompt library the run reads."""
+        return PromptLibrary(self.prompts_dir)
+
+    def plugin_settings(self) -> dict[str, str]:
+        """The plugin's settings that name this run's prompts (for a bub with the plugin)."""
+        settings = {"BUB_SEMANTIC_MEMORY_PROMPT": self.prompt}
+        if self.prompts_dir is not None:
+            settings["BUB_SEMANTIC_MEMORY_PROMPTS_DIR"] = str(self.prompts_dir)
+        return settings
 
 
 @dataclass(frozen=True)

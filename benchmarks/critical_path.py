@@ -333,14 +333,19 @@ async def _select_times(
 
 
 async def _published_calls(
-    server: FakeOpenAIServer, tape: SyntheticTape, prompt_ref: str, latency: float, calls: int
+    server: FakeOpenAIServer,
+    tape: SyntheticTape,
+    library: PromptLibrary,
+    prompt_ref: str,
+    latency: float,
+    calls: int,
 ) -> Summary:
     server.responder = lambda _request: tool_call_reply(
         "Extraction",
         {"entities": [{"name": "Maya Lin", "type": "person"}], "relations": []},
     )
     server.latency = latency
-    prompt = PromptLibrary().load(prompt_ref)
+    prompt = library.load(prompt_ref)
     design = PublishedDesign(prompt, base_url=server.base_url, api_key="bench", model="fake-extractor")
     times: list[float] = []
     try:
@@ -382,7 +387,7 @@ async def run(config: BenchConfig) -> Section:
             "BUB_SEMANTIC_MEMORY_MODEL": "fake-extractor",
             "BUB_SEMANTIC_MEMORY_BASE_URL": server.base_url,
             "BUB_SEMANTIC_MEMORY_API_KEY": "bench",
-            "BUB_SEMANTIC_MEMORY_PROMPT": config.prompt,
+            **config.plugin_settings(),
         }
         with isolated_env(root / "home", **settings):
             async with _frameworks(root) as (framework, plugin, without):
@@ -393,7 +398,7 @@ async def run(config: BenchConfig) -> Section:
                 select_with, select_without, same_select, select_entries = await _select_times(
                     framework, without, tape, 5 if config.quick else 100
                 )
-        llm = await _published_calls(server, tape, config.prompt, latency, published_calls)
+        llm = await _published_calls(server, tape, config.library(), config.prompt, latency, published_calls)
 
     table = Table(
         "Per model call, by memory size (ms; p50 / p95)",

@@ -26,7 +26,7 @@ from benchmarks.endpoint import EndpointProcess
 from bub_semantic_memory.evals.dataset import Fixture, load_fixtures
 from bub_semantic_memory.evals.runner import CachePolicy, RunOptions, run_eval
 from bub_semantic_memory.extraction._config import ExtractorConfig
-from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
+from bub_semantic_memory.extraction._prompts import PromptTemplate
 from bub_semantic_memory.tape._transcript import render_transcript
 
 __all__ = ["run"]
@@ -110,7 +110,7 @@ async def run(config: BenchConfig) -> Section:
     count = 6 if config.quick else FIXTURE_COUNT
     everything = load_fixtures(FIXTURES)
     fixtures = [f for f in everything if "long" not in f.tags and not f.id.startswith("long-")][:count]
-    prompt = PromptLibrary().load(config.prompt)
+    prompt = config.library().load(config.prompt)
     runs: list[EvalRun] = []
     with EndpointProcess(latency) as server, temp_dir("eval-cache") as cache:
         # Warm-up outside the timings (client set-up, schema building).

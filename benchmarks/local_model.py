@@ -50,9 +50,9 @@ def _reset_perf(backend: Any) -> None:
     llama_cpp.llama_perf_context_reset(backend._llm._ctx.ctx)
 
 
-def _entity_requests(prompt_ref: str) -> list[dict[str, Any]]:
+def _entity_requests(library: PromptLibrary, prompt_ref: str) -> list[dict[str, Any]]:
     """The entity-step request of each quick fixture's first window, as the extractor shapes it."""
-    prompt = PromptLibrary().load(prompt_ref)
+    prompt = library.load(prompt_ref)
     requests = []
     for fixture in load_fixtures(FIXTURES, tags=["quick"]):
         window = plan_windows(fixture.entries(), watermark=0, chunk_tokens=1500).windows[0]
@@ -94,7 +94,7 @@ async def _timed(backend: Any, request: dict[str, Any]) -> tuple[float, tuple[fl
 
 
 async def run(config: BenchConfig) -> Section:
-    prompt_ref = PromptLibrary().manifest().promoted["extract"]["local"]
+    prompt_ref = config.library().manifest().promoted["extract"]["local"]
     promoted = f"extract@{prompt_ref.version}"
     section = Section(
         6,
@@ -117,7 +117,7 @@ async def run(config: BenchConfig) -> Section:
 
     backend = ExtractorConfig(model="local").open_backend()
     assert isinstance(backend, LocalBackend)
-    requests = _entity_requests(promoted)[:PAIRS]
+    requests = _entity_requests(config.library(), promoted)[:PAIRS]
     cold: list[float] = []
     warm: list[float] = []
     table = Table(
@@ -158,7 +158,7 @@ async def run(config: BenchConfig) -> Section:
             fixtures = load_fixtures(FIXTURES, tags=["quick"])
             began = time.perf_counter()
             report = await run_eval(
-                fixtures, [PromptLibrary().load(promoted)], options, console=Console(stderr=True, quiet=True)
+                fixtures, [config.library().load(promoted)], options, console=Console(stderr=True, quiet=True)
             )
             quick_s = time.perf_counter() - began
     finally:

@@ -20,8 +20,9 @@ of all entries (``render_transcript``: user/assistant messages, tool calls and r
 system prompts and loop events render to nothing, so they do not count). The fixed per-call
 overhead C is computed a priori: the largest of the prompt's steps rendered with an empty
 transcript, a full context section (the 250-token overlap cap), a full known-entity list (20
-entities, the longest names of the tape) and, for a two-step prompt's relation step, 30 found
-entities. Informational tables show other cadences (an extraction after every turn, every
+entities, the longest names of the tape), 30 found entities for every step after the first
+(relations, phrases, sweep) and 40 candidate names for a step that types them (classify,
+sweep). Informational tables show other cadences (an extraction after every turn, every
 3rd, every 5th) and the other released prompt versions.
 """
 
@@ -40,8 +41,9 @@ from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.evals.cost import billed_prompt
 from bub_semantic_memory.extraction._config import CallBounds, ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
-from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
-from bub_semantic_memory.extraction._responses import MAX_ENTITIES
+from bub_semantic_memory.extraction._prompts import PromptTemplate
+from bub_semantic_memory.extraction._responses import MAX_CLASSIFIED, MAX_ENTITIES
+from bub_semantic_memory.extraction._strategies import Step
 from bub_semantic_memory.extraction._validation import KnownEntity
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.tape._redact import Redactor
@@ -121,12 +123,19 @@ def tape_tokens(tape: SyntheticTape) -> int:
 
 
 def _render_tokens(prompt: PromptTemplate, **variables: object) -> int:
-    messages = prompt.render(first_entry_id=1, last_entry_id=1, **variables)
+    """Tokens of one step's messages, rendered with the variables the extractor passes."""
+    defaults: dict[str, object] = {"facts": prompt.facts, "candidates": []}
+    messages = prompt.render(first_entry_id=1, last_entry_id=1, **(defaults | variables))
     return sum(estimate_tokens(m["content"]) for m in messages)
 
 
 def per_call_cap(prompt: PromptTemplate, tape: SyntheticTape, extractor: Extractor) -> int:
-    """C: the largest step of the prompt with an empty transcript and every capped section full."""
+    """C: the largest of the prompt's steps with an empty transcript and every capped section full.
+
+    Each step of the prompt's strategy is rendered as the extractor renders it: the steps after
+    the first see the entities found so far (30, the most an answer lists), and a step that
+    types candidate names (classify, sweep) is offered the most one call types.
+    """
     everyone = [
         KnownEntity(entity_key(e["type"], e["name"]), e["name"], e["type"], tuple(e["aliases"]))
         for e in tape.entities
@@ -134,8 +143,9 @@ def per_call_cap(prompt: PromptTemplate, tape: SyntheticTape, extractor: Extract
     everyone.sort(key=lambda k: -len(k.key) - len(k.name) - sum(len(a) for a in k.aliases))
     known = everyone[: extractor.bounds.max_known_entities]
     found = everyone[:MAX_ENTITIES]
+    names = [name for k in everyone for name in (k.name, *k.aliases)][:MAX_CLASSIFIED]
     context = " ".join(["[123] user: context"] * 400)[: extractor.bounds.overlap_tokens * 4]
-    steps = ("entities", "relations") if prompt.strategy == "two_step" else ("all",)
+    first = prompt.steps[0]
     return max(
         _render_tokens(
             prompt,
@@ -143,16 +153,23 @@ def per_call_cap(prompt: PromptTemplate, tape: SyntheticTape, extractor: Extract
             context=context,
             known_entities=known,
             step=step,
-            entities=found if step == "relations" else [],
+            entities=[] if step == first else found,
+            candidates=names if step in (Step.CLASSIFY, Step.SWEEP) else [],
         )
-        for step in steps
+        for step in prompt.steps
     )
 
 
 def _template_tokens(prompt: PromptTemplate) -> int:
     """The prompt with nothing in it (its first step), in tokens."""
-    step = "entities" if prompt.strategy == "two_step" else "all"
-    return _render_tokens(prompt, transcript="", context="", known_entities=[], step=step, entities=[])
+    return _render_tokens(
+        prompt, transcript="", context="", known_entities=[], step=prompt.steps[0], entities=[]
+    )
+
+
+def _steps(prompt: PromptTemplate) -> str:
+    """The calls of one window's extraction, in order: ``entities, sweep, relations``."""
+    return ", ".join(prompt.steps)
 
 
 type Cadence = Callable[[list[Entry], int], bool]
@@ -251,24 +268,25 @@ async def compare(
 
 
 async def run(config: BenchConfig) -> Section:
-    library = PromptLibrary()
+    library = config.library()
     prompt = library.load(config.prompt)
     due, cadence_text = plugin_cadence(config.prompt)
     section = Section(
         1,
         "Token economy",
         method=(
-            f"Prompt {prompt} ({prompt.strategy} strategy). Synthetic bub tapes replayed turn by turn "
-            "against a counting fake endpoint. Ours: the real `Extractor.iter_extract` with the memory "
-            f"folded so far, after each turn the plugin's own cadence calls due ({cadence_text}, the "
-            "plugin's defaults at run time) and after the last turn (oracle answers). Published: every "
+            f"Prompt {prompt} ({prompt.strategy} strategy: {_steps(prompt)}). Synthetic bub tapes replayed "
+            "turn by turn against a counting fake endpoint. Ours: the real `Extractor.iter_extract` with "
+            f"the memory folded so far, after each turn the plugin's own cadence calls due ({cadence_text}, "
+            "the plugin's defaults at run time) and after the last turn (oracle answers). Published: every "
             "model call (turns + tool rounds) sends the whole window since the last anchor, in one request "
             "built from the same template. Tokens = `estimate_tokens` over the content of every recorded "
             "request message, for both designs; 'billed' adds the tool schemas, as a hosted provider bills "
             "each request (section 8 holds the hosted budget on them). Tape tokens = the estimate over the "
             "rendered transcript of all entries (system prompts and loop events render to nothing). "
             "C = fixed per-call overhead cap: the prompt's largest step with an empty transcript, a full "
-            "250-token context section and 50 known entities (and 30 found entities for a relation step)."
+            "250-token context section and 20 known entities (and 30 found entities for every step after "
+            "the first, 40 candidate names for a step that types them)."
         ),
     )
     sizes = (20,) if config.quick else (50, 200, 1000)
@@ -393,7 +411,7 @@ async def run(config: BenchConfig) -> Section:
                     versions.rows.append(
                         [
                             f"{other}" + (" (this run's prompt)" if str(other) == str(prompt) else ""),
-                            other.strategy,
+                            f"{other.strategy} ({_steps(other)})",
                             f"{compared.ours.requests} ({compared.ours.failed_windows})",
                             f"{compared.ours.prompt_tokens:,}",
                             f"{compared.sent_share:.2f}",
@@ -407,8 +425,8 @@ async def run(config: BenchConfig) -> Section:
     section.notes.append(
         f"Our per-request cost is mostly fixed: prompt {prompt}'s instructions and ontology alone are "
         f"{_template_tokens(prompt):,} tokens, plus the capped context (≤ 250) and known-entity list (≤ "
-        f"{CallBounds.max_known_entities} entities); each transcript line is sent once per "
-        "request step (once for a single-call prompt, twice for a two-step one). Extracting after every "
+        f"{CallBounds.max_known_entities} entities); each transcript line is sent once per step of the "
+        f"prompt's strategy ({len(prompt.steps)} for {prompt}: {_steps(prompt)}). Extracting after every "
         "short turn therefore pays mostly overhead, while "
         "the published design's cost grows with the square of the tape length: the ratio grows with the "
         "number of turns and with the number of turns batched into one extraction (cadence table)."

@@ -289,3 +289,36 @@ def _imported_names(tree: ast.Module) -> list[tuple[int, str]]:
             found.append((node.lineno, node.module))
             found.extend((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
     return found
+
+
+# Who imports bub, and why (docs/architecture.md says the same): importing bub loads a .env
+# file and its framework, so every other module works on plain tape files and paths.
+BUB_IMPORTERS = {
+    "stores": "its tape stores, entries and sidecars hold the memory",
+    "agent": "the tape-store protocol, for types only",
+    "plugin": "hooks, settings and tools",
+    "bub_semantic_memory._home": "bub's home directory (packaged models, prompts written by an installed package)",
+    "bub_semantic_memory.cli._common": "bub's file store for --tapes-dir",
+    "bub_semantic_memory.evals.cost": "bub's in-memory tape store: the cost budget replays a session as the plugin does",
+    "bub_semantic_memory.evals.contexts": "bub's in-memory tape store: the QA contexts search a session's tape",
+}
+
+
+def _imports_bub(path: Path) -> bool:
+    return any(
+        name == "bub" or name.startswith("bub.")
+        for _, name in _imported_names(ast.parse(path.read_text(encoding="utf-8")))
+    )
+
+
+def test_only_the_documented_modules_import_bub() -> None:
+    importers = {module_name(path) for path in sorted(SOURCE.rglob("*.py")) if _imports_bub(path)}
+    undocumented = sorted(m for m in importers if m not in BUB_IMPORTERS and layer(m) not in BUB_IMPORTERS)
+    assert not undocumented, f"import bub without a reason in docs/architecture.md: {undocumented}"
+    assert {m for m in BUB_IMPORTERS if m.startswith(PACKAGE)} <= importers, (
+        "a documented importer no longer imports bub"
+    )
+    doc = (SOURCE.parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for name in BUB_IMPORTERS:
+        shown = name.removeprefix(f"{PACKAGE}.").replace(".", "/") if name.startswith(PACKAGE) else name
+        assert f"`{shown}`" in doc, f"docs/architecture.md does not name {shown} among bub's importers"

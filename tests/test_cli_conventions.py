@@ -185,7 +185,10 @@ PROMPT_COMMANDS = [["extract"], ["show"], ["eval", "run"]]
 def test_help_names_the_promoted_prompt_as_the_default(path: list[str]) -> None:
     promoted = PromptLibrary().manifest().promoted["extract"]
     text = " ".join(help_of(path, columns=200).split())
-    listed = ", ".join(f"extract@{p.version} for {c}" for c, p in sorted(promoted.items()))
+    listed = ", ".join(
+        f"extract@{promoted[c].version} for {c}" if c in promoted else f"none for {c}"
+        for c in ("local", "hosted")
+    )
     assert f"[default: extract, the version promoted for the model's class: {listed}]" in text
 
 

@@ -115,8 +115,44 @@ def test_a_manifest_with_one_promotion_per_name_reads_as_the_class_of_its_model(
     manifest = library.manifest()
     assert set(manifest.promoted["extract"]) == {"hosted"}
     assert library.load("extract", model_class="hosted").version == 2
-    # a class with nothing promoted takes another class's promotion before the newest released version
-    assert library.load("extract", model_class="local").version == 2
+    # a class with nothing promoted never takes another class's promotion: local, the newest released
+    assert library.load("extract", model_class="local").version == 10
+
+
+def test_a_hosted_model_never_runs_the_version_promoted_for_local_models(tmp_path: Path) -> None:
+    """Only a local promotion: a hosted model's bare name resolves to nothing, and says how to fix it."""
+    shutil.copytree(REPO / "prompts", tmp_path / "prompts")
+    library = PromptLibrary(tmp_path / "prompts")
+    library.promote(
+        library.load("extract@9"),
+        model="local",
+        model_class="local",
+        scores={},
+        baseline=None,
+        tolerance=None,
+    )
+    assert library.load("extract", model_class="local").version == 9
+    for ref in ("extract", "extract@promoted"):
+        with pytest.raises(PromptNotFoundError) as caught:
+            library.load(ref, model_class="hosted")
+        message = str(caught.value)
+        assert (
+            "no version of 'extract' is promoted for hosted models (promoted: extract@9 for local" in message
+        )
+        assert "semantic-memory prompts promote extract@N --model <a hosted model>" in message
+        assert "--prompt extract@N" in message
+    assert library.load("extract@12", model_class="hosted").version == 12  # a version named is a choice
+    # a promotion for local models does not walk around the hosted class
+    library.promote(
+        library.load("extract@10"),
+        model="local",
+        model_class="local",
+        scores={},
+        baseline=None,
+        tolerance=None,
+    )
+    with pytest.raises(PromptNotFoundError):
+        library.load("extract", model_class="hosted")
 
 
 def test_a_prompt_without_front_matter_is_a_format_error(library: PromptLibrary) -> None:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,3 +98,43 @@ def test_core_modules_never_import_the_plugin_or_the_cli() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+SOURCE = Path(bub_semantic_memory.__file__).parent
+LAYERS = sorted(p.parent.name for p in SOURCE.glob("*/__init__.py"))
+_REFERENCE = re.compile(r"bub_semantic_memory\.(?P<layer>[a-z]+)\.(?P<name>[A-Za-z_]\w*)")
+
+
+def _referenced_names() -> list[tuple[str, str, str]]:
+    """``(file, layer, name)`` of every ``bub_semantic_memory.<layer>.<name>`` written in the source."""
+    return [
+        (str(path.relative_to(SOURCE)), match["layer"], match["name"])
+        for path in sorted(SOURCE.rglob("*.py"))
+        for match in _REFERENCE.finditer(path.read_text(encoding="utf-8"))
+        if match["layer"] in LAYERS
+    ]
+
+
+def _is_module(layer: str, name: str) -> bool:
+    return (SOURCE / layer / f"{name}.py").is_file() or (SOURCE / layer / name / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_every_name_a_layer_exports_resolves(layer: str) -> None:
+    face = importlib.import_module(f"bub_semantic_memory.{layer}")
+    assert len(face.__all__) == len(set(face.__all__)), f"a name is listed twice in {layer}.__all__"
+    missing = [name for name in face.__all__ if not hasattr(face, name)]
+    assert not missing, f"bub_semantic_memory.{layer}.__all__ names what it does not define: {missing}"
+
+
+def test_every_name_the_source_refers_to_through_a_layer_is_exported_by_it() -> None:
+    """A docstring's ``bub_semantic_memory.backends.BackendTraits`` must be importable as written."""
+    references = _referenced_names()
+    assert ("extraction/_config.py", "backends", "BackendTraits") in references  # the check sees them
+    wrong = [
+        f"{where}: bub_semantic_memory.{layer}.{name}"
+        for where, layer, name in references
+        if not _is_module(layer, name)
+        and name not in importlib.import_module(f"bub_semantic_memory.{layer}").__all__
+    ]
+    assert not wrong, "referred to but neither a module nor exported:\n" + "\n".join(wrong)

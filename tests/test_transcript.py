@@ -130,3 +130,48 @@ def test_redaction_applies_to_every_rendered_line() -> None:
     )
     text = render_transcript([entry], redact=lambda s: s.replace("sk-proj", "XX")).text()
     assert "sk-proj" not in text
+
+
+def test_a_line_break_marker_typed_by_the_user_does_not_split_a_paragraph() -> None:
+    entry = Entry(1, "message", {"role": "user", "content": "Press ⏎ then type Lisbon"})
+    (line,) = render_transcript([entry]).lines
+    assert line.text == "[1] user: Press ⏎ then type Lisbon"
+    assert line.paragraphs == ("Press ⏎ then type Lisbon",)
+
+
+def test_paragraphs_are_the_entrys_own_lines_and_the_text_joins_them() -> None:
+    entries = [
+        Entry(1, "message", {"role": "user", "content": "Notes ⏎ draft\nMaya Lin moved to Lisbon.\n\nDone."}),
+        Entry(
+            2,
+            "tool_call",
+            {"content": "Looking ⏎ up", "calls": [{"function": {"name": "f", "arguments": "{}"}}]},
+        ),
+        Entry(3, "tool_result", {"results": ["one\ntwo", "three ⏎ four"]}),
+    ]
+    lines = render_transcript(entries).lines
+    assert [line.paragraphs for line in lines] == [
+        ("Notes ⏎ draft", "Maya Lin moved to Lisbon.", "Done."),
+        ("Looking ⏎ up", "called f({})"),
+        ("f returned: one", "two", "tool returned: three ⏎ four"),
+    ]
+    assert [line.text for line in lines] == [
+        "[1] user: Notes ⏎ draft ⏎ Maya Lin moved to Lisbon. ⏎ Done.",
+        "[2] assistant: Looking ⏎ up ⏎ called f({})",
+        "[3] tool: f returned: one ⏎ two ⏎ tool returned: three ⏎ four",
+    ]
+
+
+def test_paragraphs_follow_a_redaction_across_them_and_a_cut() -> None:
+    key = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+    entry = Entry(1, "message", {"role": "user", "content": f"Here ⏎ it is\n{key}\nThanks, Maya"})
+    from bub_semantic_memory.tape._redact import Redactor
+
+    (line,) = render_transcript([entry], redact=Redactor()).lines
+    assert "MIIE" not in line.text
+    assert line.paragraphs[0] == "Here ⏎ it is" and line.paragraphs[-1] == "Thanks, Maya"
+    assert " ⏎ ".join(line.paragraphs) == line.body
+    long = Entry(2, "message", {"role": "user", "content": "first ⏎ part\n" + "word " * 50})
+    (cut,) = render_transcript([long], limits=LineLimits(message=30)).lines
+    assert cut.paragraphs[0] == "first ⏎ part" and "characters truncated" in cut.paragraphs[-1]
+    assert " ⏎ ".join(cut.paragraphs) == cut.body

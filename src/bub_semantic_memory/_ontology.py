@@ -149,7 +149,7 @@ class Ontology(BaseModel):
 
     def __hash__(self) -> int:
         # Frozen, so the hash of its JSON form is stable; it lets schemas built from an
-        # ontology be cached (see bub_semantic_memory.extraction._schema).
+        # ontology be cached (see bub_semantic_memory.extraction._responses).
         if self._hash is None:
             self._hash = hash(self.model_dump_json())
         return self._hash

@@ -415,3 +415,17 @@ async def test_a_sweep_after_a_complete_entities_answer_adds_nothing_and_loses_n
     assert sweep.metrics.success_rate == 1.0
     assert [f.missed_entities for f in sweep.fixtures] == [f.missed_entities for f in plain.fixtures]
     assert [f.spurious_entities for f in sweep.fixtures] == [f.spurious_entities for f in plain.fixtures]
+
+
+async def test_a_cached_run_reports_the_latencies_of_the_run_that_filled_the_cache(
+    oracle_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A cache hit takes no time; the report keeps the measured latency instead of a p50 of zero."""
+    oracle_server.latency = 0.05
+    prompt = PromptLibrary().load("extract@1")
+    first = await run_eval(QUICK[:3], [prompt], options(oracle_server, tmp_path))
+    second = await run_eval(QUICK[:3], [prompt], options(oracle_server, tmp_path))
+    filled, cached = first.runs[0].metrics, second.runs[0].metrics
+    assert cached.cached_fixtures == 3 and cached.requests_made == 0
+    assert filled.latency_p50_s is not None and filled.latency_p50_s >= 0.05
+    assert (cached.latency_p50_s, cached.latency_p95_s) == (filled.latency_p50_s, filled.latency_p95_s)

@@ -32,6 +32,8 @@ def test_bub_run_twice_remembers_the_first_turn_in_the_second_request(tmp_path: 
             "BUB_MODEL": f"openai:{server.model_ids[0]}",
             "BUB_API_BASE": server.base_url,  # the plugin reuses bub's model settings by default
             "BUB_API_KEY": "test-key",
+            # no version is promoted for hosted models yet: a hosted model runs the one named
+            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",
         }
 
         def bub_run(message: str) -> None:
@@ -82,6 +84,7 @@ def test_the_agent_searches_its_memory_with_a_tool_in_a_real_bub_run(tmp_path: P
             "BUB_MODEL": f"openai:{server.model_ids[0]}",
             "BUB_API_BASE": server.base_url,
             "BUB_API_KEY": "test-key",
+            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",  # none is promoted for hosted models yet
         }
         for message in ("Hi, I'm Maya Lin and I live in Lisbon.", "Where do I live?"):
             subprocess.run(

@@ -122,9 +122,9 @@ def open_local_backend(local: LocalSpec, *, models_dir: Path | None = None) -> C
     from bub_semantic_memory.backends._local_models import resolve_local_file
 
     if models_dir is None:
-        import bub
+        from bub_semantic_memory._home import models_dir as default_models_dir
 
-        models_dir = Path(bub.home) / "models"
+        models_dir = default_models_dir()
     LocalBackend.check_installed()
     resolved = resolve_local_file(local.name, local.path, models_dir=models_dir)
     return LocalBackend(

@@ -42,6 +42,7 @@ from tenacity import (
 from bub_semantic_memory._models import Usage
 
 __all__ = [
+    "BILLED_CLASSES",
     "HOSTED",
     "MODEL_CLASSES",
     "BackendTraits",
@@ -55,6 +56,15 @@ __all__ = [
 ]
 
 _TRANSIENT_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+def clock() -> float:
+    """Seconds on the clock an extraction call's deadline and latency are measured with.
+
+    The monotonic clock, read through this one function so that a test can run a call that
+    takes minutes on a scaled clock.
+    """
+    return time.monotonic()
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,7 @@ class CallLedger:
     """What one extraction call has spent so far (mutable, owned by that call)."""
 
     policy: RetryPolicy
-    started: float = field(default_factory=time.monotonic)
+    started: float = field(default_factory=lambda: clock())  # looked up when called: see clock()
     usage: Usage = field(default_factory=Usage)
     last_output: str | None = None
     last_error: str | None = None
@@ -94,11 +104,11 @@ class CallLedger:
     """Answer items left out (a rule broken after the re-asks, or one with a single right fix)."""
 
     def remaining_s(self) -> float:
-        return self.policy.deadline_s - (time.monotonic() - self.started)
+        return self.policy.deadline_s - (clock() - self.started)
 
     def finish(self) -> Usage:
         """Usage with the call's wall time filled in."""
-        self.usage.latency_s = round(time.monotonic() - self.started, 4)
+        self.usage.latency_s = round(clock() - self.started, 4)
         return self.usage.model_copy()
 
     def record_tokens(self, response: ChatCompletion) -> None:
@@ -130,6 +140,9 @@ type ModelClass = Literal["local", "hosted"]
 sends each request, tool schemas included, to an endpoint that bills its tokens."""
 
 MODEL_CLASSES: tuple[ModelClass, ...] = ("local", "hosted")
+BILLED_CLASSES: frozenset[ModelClass] = frozenset({"hosted"})
+"""The classes whose requests are billed: a prompt version runs on them only when chosen for them
+(promoted for the class, or named), never because another class's promotion exists."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -234,6 +234,7 @@ class PromotedPrompt:
         return [self.name] if self.many else self.name
 
     def __str__(self) -> str:
+        from bub_semantic_memory.backends._transport import MODEL_CLASSES
         from bub_semantic_memory.extraction._prompts import PromptLibrary
 
         try:
@@ -242,7 +243,10 @@ class PromotedPrompt:
             promoted = {}
         if not promoted:
             return f"{self.name}, the version promoted for the model's class"
-        versions = ", ".join(f"{self.name}@{p.version} for {c}" for c, p in sorted(promoted.items()))
+        versions = ", ".join(
+            f"{self.name}@{promoted[c].version} for {c}" if c in promoted else f"none for {c}"
+            for c in MODEL_CLASSES
+        )
         return f"{self.name}, the version promoted for the model's class: {versions}"
 
 

@@ -2,92 +2,76 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from bub_semantic_memory.cli._common import API_KEY_ENV, print_table, stderr, stdout
+from bub_semantic_memory.extraction._config import ExtractorConfig, default_bounds
 
 if TYPE_CHECKING:
     from bub_semantic_memory.evals.dataset import Fixture
     from bub_semantic_memory.evals.report import Report
-    from bub_semantic_memory.extraction._config import ExtractorConfig
 
-MODEL = typer.Option(
+_DEFAULT = default_bounds()
+
+
+def _setting(default: Any, *flags: str, **kwargs: Any) -> Any:
+    """An option that is also the plugin's setting: ``--request-timeout`` reads
+    ``BUB_SEMANTIC_MEMORY_REQUEST_TIMEOUT`` (one word in three spellings)."""
+    name = flags[0].removeprefix("--").replace("-", "_").upper()
+    return typer.Option(default, *flags, envvar=f"BUB_SEMANTIC_MEMORY_{name}", **kwargs)
+
+
+MODEL = _setting(
     ...,
     "--model",
     "-m",
-    envvar="BUB_SEMANTIC_MEMORY_MODEL",
     help="Model name at the endpoint, or 'local' (the embedded model; see 'semantic-memory models').",
 )
-BASE_URL = typer.Option(
-    None, "--base-url", envvar="BUB_SEMANTIC_MEMORY_BASE_URL", help="OpenAI-compatible endpoint."
-)
+BASE_URL = _setting(None, "--base-url", help="OpenAI-compatible endpoint.")
 API_KEY = typer.Option(None, "--api-key", envvar=API_KEY_ENV, help="Endpoint key.", show_default=False)
-MODE = typer.Option("tools", "--mode", help="Instructor mode: tools, json_schema, md_json, json.")
-PROMPTS_DIR = typer.Option(
-    None,
-    "--prompts-dir",
-    envvar="BUB_SEMANTIC_MEMORY_PROMPTS_DIR",
-    help="Prompt directory (default: bundled).",
-)
+MODE = _setting("tools", "--mode", help="Instructor mode: tools, json_schema, md_json, json.")
+PROMPTS_DIR = _setting(None, "--prompts-dir", help="Prompt directory (default: bundled).")
 FIXTURES = typer.Option(Path("evals/fixtures"), "--fixtures", "-f", help="Fixture directory.")
 TAGS = typer.Option([], "--tag", "-t", help="Only fixtures with this tag (repeatable; any of).")
 CONCURRENCY = typer.Option(4, "--concurrency", "-c", min=1, help="Fixtures extracted at once.")
-REASKS = typer.Option(
+REASKS = _setting(
     None,
     "--reasks",
     min=0,
-    help="Re-asks after an answer that breaks a rule (default: 1 for a local model, 2 otherwise).",
+    help=f"Re-asks after an answer that breaks a rule (default: {_DEFAULT['reasks']}).",
     show_default=False,
 )
-DEADLINE = typer.Option(
+DEADLINE = _setting(
     None,
     "--deadline",
     min=1,
-    help="Seconds one extraction call may take, retries included (default: 600 local, 180 otherwise).",
+    help=f"Seconds one extraction call may take, retries included (default: {_DEFAULT['deadline']}).",
     show_default=False,
 )
-REQUEST_TIMEOUT = typer.Option(
+REQUEST_TIMEOUT = _setting(
     None,
     "--request-timeout",
     min=1,
-    help="Seconds per HTTP request to the endpoint (default: 60).",
+    help=f"Seconds per HTTP request to the endpoint (default: {_DEFAULT['request_timeout']}).",
     show_default=False,
 )
 CACHE_DIR = typer.Option(Path(".cache/eval"), "--cache-dir", help="Response cache directory.")
 
 
-def extractor_config(
-    *,
-    model: str,
-    base_url: str | None,
-    api_key: str | None,
-    mode: str,
-    prompts_dir: Path | None,
-    prompt: str = "extract",
-    reasks: int | None = None,
-    deadline: float | None = None,
-    request_timeout: float | None = None,
-) -> ExtractorConfig:
+def extractor_config(params: Mapping[str, Any] | None = None, /, **options: Any) -> ExtractorConfig:
     """The extractor configuration of a command's options (the CLI builds it nowhere else).
 
-    Bounds not given stay ``None``: the backend's defaults apply, as in the plugin.
+    ``params`` are the command's parsed options (``ctx.params``), ``options`` the same by
+    name; both by the settings' names (``--deadline`` is ``deadline``), read by
+    :meth:`ExtractorConfig.from_settings`, the plugin's builder too. Options that are not
+    settings are ignored; bounds not given stay ``None``: the backend's defaults apply, as in
+    the plugin.
     """
-    from bub_semantic_memory.extraction._config import ExtractorConfig
-
-    return ExtractorConfig(
-        model=model,
-        base_url=base_url,
-        api_key=api_key,
-        mode=mode,
-        prompt=prompt,
-        prompts_dir=prompts_dir,
-        reasks=reasks,
-        deadline_s=deadline,
-        request_timeout_s=request_timeout,
-    )
+    return ExtractorConfig.from_settings(params or {}, **options)
 
 
 def load_selected(directory: Path, tags: list[str], ids: list[str]) -> list[Fixture]:

@@ -71,9 +71,9 @@ def archive_directory(tapes_dir: Path | None) -> Path:
     """Where bub archives sidecars: beside its tapes (``--tapes-dir``, else ``bub.home/tapes``)."""
     if tapes_dir is not None:
         return tapes_dir
-    import bub
+    from bub_semantic_memory._home import bub_home
 
-    return Path(bub.home) / "tapes"
+    return bub_home() / "tapes"
 
 
 def run_edit(

@@ -76,6 +76,7 @@ def _dataset_ontology(fixtures: Path) -> Ontology | None:
 @app.command("run")
 @handle_errors
 def run(
+    ctx: typer.Context,
     fixtures: Path = opt.FIXTURES,
     tags: list[str] = opt.TAGS,
     ids: list[str] = IDS,
@@ -109,16 +110,7 @@ def run(
 
     if replay and no_cache:
         fail("--replay and --no-cache exclude each other", code=2)
-    config = opt.extractor_config(
-        model=model,
-        base_url=base_url,
-        api_key=api_key,
-        mode=mode,
-        prompts_dir=prompts_dir,
-        reasks=reasks,
-        deadline=deadline,
-        request_timeout=request_timeout,
-    )
+    config = opt.extractor_config(ctx.params)  # model, endpoint, mode, bounds and prompts_dir
     templates = [config.library().load(ref, model_class=model_class_of(model)) for ref in prompts]
     selected = opt.load_selected(fixtures, tags, ids)
     dataset_ontology = _dataset_ontology(fixtures)

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 import json
 import textwrap
-from pathlib import Path
 
 import typer
 from rich.table import Table
 
+from bub_semantic_memory._home import models_dir
 from bub_semantic_memory.cli._common import handle_errors, print_table, stdout
-
-
-def _models_dir() -> Path:
-    import bub
-
-    return Path(bub.home) / "models"
 
 
 @handle_errors
@@ -35,7 +29,7 @@ def models(
         is_assembled,
     )
 
-    directory = _models_dir()
+    directory = models_dir()
     rows = []
     for model in REGISTRY.values():
         ready = is_assembled(model, directory)

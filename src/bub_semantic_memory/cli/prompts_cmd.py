@@ -172,6 +172,7 @@ def verify_prompts(prompts_dir: Path | None = opt.PROMPTS_DIR) -> None:
 @app.command("promote")
 @handle_errors
 def promote_prompt(
+    ctx: typer.Context,
     ref: str = typer.Argument(..., help="The candidate, e.g. extract@3."),
     model: str = opt.MODEL,
     base_url: str | None = opt.BASE_URL,
@@ -209,16 +210,7 @@ def promote_prompt(
     from bub_semantic_memory.evals.report import Report
     from bub_semantic_memory.evals.runner import RunOptions
 
-    config = opt.extractor_config(
-        model=model,
-        base_url=base_url,
-        api_key=api_key,
-        mode=mode,
-        prompts_dir=prompts_dir,
-        reasks=reasks,
-        deadline=deadline,
-        request_timeout=request_timeout,
-    )
+    config = opt.extractor_config(ctx.params)  # model, endpoint, mode, bounds and prompts_dir
     library = writable_library(prompts_dir)
     candidate = library.load(ref)
     compared = library.load(baseline) if baseline is not None else None

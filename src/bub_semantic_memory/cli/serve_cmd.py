@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import typer
 
@@ -46,9 +45,9 @@ def serve(
         import llama_cpp.server  # noqa: F401
     except ImportError:
         fail("the server needs the 'serve' extra: pip install 'bub-semantic-memory[local,serve]'")
-    import bub
+    from bub_semantic_memory._home import models_dir
 
-    resolved = resolve_local_file(local.name, local.path, models_dir=Path(bub.home) / "models")
+    resolved = resolve_local_file(local.name, local.path, models_dir=models_dir())
     alias = local.name or resolved.path.stem
     command = [
         sys.executable,

@@ -182,7 +182,8 @@ async def measure_cost(
         session: a tape with gold facts; the fake endpoint answers from them, trimmed to
             each request's schema (a model of cost, not of quality).
         config: the extractor settings to replay with (model, endpoint and prompt are
-            replaced); the defaults, as the plugin runs them, when None.
+            replaced); when None, the defaults, built as the plugin builds its configuration
+            (:meth:`ExtractorConfig.from_settings` with no setting given).
     """
     from bub.store import InMemoryTapeStore
     from bub.tape import TapeEntry
@@ -192,9 +193,9 @@ async def measure_cost(
     entries = session.entries()
     oracle = SchemaFollowingOracle(OracleResponder.from_golds([session.gold]))
     with FakeOpenAIServer(responder=oracle) as server:
-        base = config or ExtractorConfig(model="cost-probe")
+        probe = {"model": "cost-probe", "base_url": server.base_url, "api_key": "k", "prompt": prompt}
         extractor = Extractor(
-            base.replace(model="cost-probe", base_url=server.base_url, api_key="k", prompt=prompt)
+            config.replace(**probe) if config is not None else ExtractorConfig.from_settings({}, **probe)
         )
         service = MemoryService(
             ontology=lambda: prompt.ontology, extractor=lambda: extractor, policy=MemoryPolicy()

@@ -1,13 +1,16 @@
 """One frozen description of an extractor, and the bounds of its calls resolved for a backend.
 
-Every entry point builds exactly one :class:`ExtractorConfig` from what it reads (CLI
-options, the plugin's settings, eval options) and hands it down whole; nothing below
-the entry point re-reads settings. A setting left at ``None`` means "the backend's
-default", and those defaults are decided in one place, :meth:`ExtractorConfig.resolve`,
-from the :class:`~bub_semantic_memory.backends.BackendTraits` the backend declares: a model
-in this process gets one re-ask, a long deadline, a smaller output cap and windows that fit
-its context; a hosted endpoint gets the documented transport bounds. The plugin, the CLI
-and the evals therefore run the same bounds for the same model.
+Every entry point builds exactly one :class:`ExtractorConfig`, with one builder,
+:meth:`ExtractorConfig.from_settings`, from what it reads by the settings' names (the
+plugin's settings, the CLI's options, which the eval commands share; the cost budget's
+defaults), and hands it down whole; nothing below the entry point re-reads settings. A
+setting left at ``None`` means "the backend's default", and those defaults are decided in
+one place, :meth:`ExtractorConfig.resolve`, from the
+:class:`~bub_semantic_memory.backends.BackendTraits` the backend declares: a model in this
+process gets one re-ask, a long deadline, a smaller output cap and windows that fit its
+context; a hosted endpoint gets the documented transport bounds. The plugin, the CLI and the
+evals therefore run the same bounds for the same model, and :func:`default_bounds` words
+those defaults for the settings' help and the CLI's.
 """
 
 from __future__ import annotations
@@ -15,18 +18,20 @@ from __future__ import annotations
 import dataclasses
 import re
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bub_semantic_memory._errors import ConfigurationError
+from bub_semantic_memory.backends._local_models import DEFAULT_LOCAL_MODEL, REGISTRY
 from bub_semantic_memory.backends._specs import open_backend
 from bub_semantic_memory.backends._transport import BackendTraits, ChatBackend, ModelClass, RetryPolicy
 from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate, WindowShape
 from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import LineLimits
 
-__all__ = ["MODES", "CallBounds", "ExtractorConfig"]
+__all__ = ["MODES", "SETTINGS", "CallBounds", "ExtractorConfig", "default_bounds"]
 
 MODES = ("tools", "json_schema", "md_json", "json")
 _IN_PROCESS_RETRY = RetryPolicy(reasks=1, deadline_s=600.0)
@@ -46,6 +51,23 @@ _BOUND = {"bound": True}
 """Field metadata of the settings :meth:`ExtractorConfig.resolve` turns into :class:`CallBounds`."""
 _NOT_AN_ANSWER_INPUT = {"answer": False}
 """Field metadata of the settings that do not change what a model answers (where, with which key)."""
+SETTINGS: Mapping[str, str] = {
+    "model": "model",
+    "base_url": "base_url",
+    "api_key": "api_key",
+    "mode": "mode",
+    "prompt": "prompt",
+    "prompts_dir": "prompts_dir",
+    "reasks": "reasks",
+    "transport_attempts": "transport_attempts",
+    "deadline": "deadline_s",
+    "request_timeout": "request_timeout_s",
+    "chunk_tokens": "chunk_tokens",
+    "redact_patterns": "redact_patterns",
+    "redact_allowlist": "redact_allowlist",
+}
+"""The settings an extractor is built from, by their name (the plugin's setting, the CLI's option,
+``BUB_SEMANTIC_MEMORY_<NAME>``), and the :class:`ExtractorConfig` field each one sets."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -174,6 +196,32 @@ class ExtractorConfig:
         object.__setattr__(self, "redact_patterns", tuple(self.redact_patterns))
         object.__setattr__(self, "redact_allowlist", tuple(self.redact_allowlist))
 
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], /, **overrides: Any) -> ExtractorConfig:
+        """The configuration settings describe: how the plugin, the CLI and the evals build one.
+
+        Args:
+            settings: values by the names of :data:`SETTINGS` (the plugin's settings, a
+                command's parsed options); other names (a command's own options) are ignored.
+                ``None`` leaves a setting at its default; a bound's default is the backend's
+                (see :meth:`resolve`).
+            overrides: values by the same names that win over ``settings`` (the endpoint the
+                plugin derived from bub's model settings, the cost budget's fake endpoint).
+
+        Raises:
+            ConfigurationError: no model, or a setting that is invalid (an unknown mode, a
+                model that is a URL, an endpoint that is no http(s) URL).
+        """
+        values = {**settings, **overrides}
+        fields: dict[str, Any] = {
+            field_name: values[name]
+            for name, field_name in SETTINGS.items()
+            if name != "model" and values.get(name) is not None
+        }
+        for name in ("redact_patterns", "redact_allowlist"):
+            fields[name] = tuple(fields.get(name, ()))
+        return cls(model=values.get("model") or "", **fields)
+
     def resolve(self, traits: BackendTraits, window: WindowShape | None = None) -> CallBounds:
         """The bounds of every call for a backend with ``traits``: the one place defaults are decided.
 
@@ -259,3 +307,34 @@ class ExtractorConfig:
     def replace(self, **changes: object) -> ExtractorConfig:
         """A copy with ``changes`` applied (validated again)."""
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+
+def default_bounds() -> dict[str, str]:
+    """How each bound a setting leaves unset is decided, in words, by setting name.
+
+    ``{"deadline": "180; 600 for a local model", ...}``: what :meth:`ExtractorConfig.resolve`
+    gives an endpoint and the default local model, so that the settings' descriptions, the
+    CLI's help and the README say what the code does.
+    """
+    local_model = REGISTRY[DEFAULT_LOCAL_MODEL]
+    local_traits = BackendTraits(in_process=True, context_tokens=local_model.context_tokens)
+    config = ExtractorConfig(model="local")
+    hosted, local = config.resolve(BackendTraits()), config.resolve(local_traits)
+
+    def both(endpoint: object, in_process: object) -> str:
+        return f"{endpoint}" if endpoint == in_process else f"{endpoint}; {in_process} for a local model"
+
+    def seconds(value: float) -> str:
+        return f"{value:g}"
+
+    return {
+        "reasks": both(hosted.retry.reasks, local.retry.reasks),
+        "transport_attempts": both(hosted.retry.transport_attempts, local.retry.transport_attempts),
+        "deadline": both(seconds(hosted.retry.deadline_s), seconds(local.retry.deadline_s)),
+        "request_timeout": both(
+            seconds(hosted.retry.request_timeout_s), seconds(local.retry.request_timeout_s)
+        ),
+        "chunk_tokens": f"{hosted.chunk_tokens}; what fits a local model's context "
+        f"({local.chunk_tokens} for local)",
+        "max_output_tokens": both(hosted.max_output_tokens, local.max_output_tokens),
+    }

@@ -39,6 +39,7 @@ from bub_semantic_memory._errors import (
     TransportError,
     ValidationExhaustedError,
 )
+from bub_semantic_memory._logging import extraction_call
 from bub_semantic_memory._models import Entity, Fact, Relation, Snapshot, Usage, normalize_name
 from bub_semantic_memory.backends._transport import (
     CallLedger,
@@ -518,7 +519,8 @@ class Extractor:
         create: Any = instructor.patch(create=send, mode=_INSTRUCTOR_MODES[self.mode])
         attempts_before = ledger.usage.attempts
         try:
-            with validation_scope(scope):  # not context=: Instructor would template the messages
+            # not context=: Instructor would template the messages
+            with validation_scope(scope), extraction_call():
                 result: ExtractionResponse = await create(
                     response_model=response_model,
                     messages=list(messages),

@@ -7,8 +7,12 @@ released version (released versions are immutable) and which version is promoted
 for the plugin, with the model and scores that justified it.
 
 References look like ``extract@2``, ``extract@latest`` (the newest file, drafts
-included), ``extract@promoted`` or just ``extract`` (the promoted version, else the
-newest released one: a bare name never picks a draft).
+included), ``extract@promoted`` or just ``extract``: the version promoted for the model's
+class (local or hosted), never another class's. A class without a promotion of its own:
+a local model gets the newest released version (a bare name never picks a draft); a hosted
+model, whose every request is billed, gets none, and resolving fails with a message naming
+``semantic-memory prompts promote`` (a version promoted on the local model sent eight
+times the hosted budget).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from bub_semantic_memory._errors import (
 from bub_semantic_memory._models import PromptRef
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.backends._specs import model_class_of
-from bub_semantic_memory.backends._transport import MODEL_CLASSES, ModelClass
+from bub_semantic_memory.backends._transport import BILLED_CLASSES, MODEL_CLASSES, ModelClass
 from bub_semantic_memory.extraction._strategies import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -109,9 +113,9 @@ def writable_prompts_dir(root: Path | None) -> Path:
         return bundled  # a source checkout: the repository's prompts/
     import shutil
 
-    import bub
+    from bub_semantic_memory._home import bub_home
 
-    user = Path(bub.home) / "prompts"
+    user = bub_home() / "prompts"
     if not user.exists():
         shutil.copytree(bundled, user)
     return user
@@ -388,14 +392,38 @@ class Manifest(BaseModel):
         }
 
     def promotion(self, name: str, model_class: ModelClass | None = None) -> Promotion | None:
-        """The version promoted for ``model_class``, else the one of another class (None: none at all).
+        """The version promoted for ``model_class`` (None: none for that class; never another's).
 
-        Without a class: the local promotion, else the hosted one.
+        Without a class (a caller that needs a version's ontology, not its cost): the local
+        promotion, else the hosted one.
         """
         promotions = self.promoted.get(name, {})
-        order = [model_class] if model_class is not None else []
-        order += [c for c in MODEL_CLASSES if c not in order]
-        return next((promotions[c] for c in order if c in promotions), None)
+        if model_class is not None:
+            return promotions.get(model_class)
+        return next((promotions[c] for c in MODEL_CLASSES if c in promotions), None)
+
+
+def _not_promoted(name: str, model_class: ModelClass | None, manifest: Manifest) -> str:
+    """Why a bare name or ``@promoted`` names no version, and what to do about it."""
+    if model_class is None:
+        return f"no version of {name!r} has been promoted"
+    others = [
+        f"{name}@{promotion.version} for {other} models"
+        for other, promotion in manifest.promoted.get(name, {}).items()
+        if other != model_class
+    ]
+    promoted = f" (promoted: {', '.join(others)})" if others else ""
+    billed = (
+        ", and a version promoted for another class can cost a hosted endpoint many times its budget "
+        "(every request is billed, tool schemas included)"
+        if model_class in BILLED_CLASSES
+        else ""
+    )
+    return (
+        f"no version of {name!r} is promoted for {model_class} models{promoted}{billed}: choose one "
+        f"(--prompt {name}@N, or the prompt setting BUB_SEMANTIC_MEMORY_PROMPT={name}@N), or promote one "
+        f"for them with 'semantic-memory prompts promote {name}@N --model <a {model_class} model>'"
+    )
 
 
 class PromptLibrary:
@@ -445,8 +473,13 @@ class PromptLibrary:
     def resolve(self, ref: str, *, model_class: ModelClass | None = None) -> tuple[str, int]:
         """Turn a reference into (name, version) without loading the file.
 
-        A bare name or ``@promoted`` means the version promoted for ``model_class`` (else for
-        another class); a bare name with nothing promoted, the newest released version.
+        A bare name or ``@promoted`` means the version promoted for ``model_class``, never
+        the one of another class. A bare name with nothing promoted for the class: the newest
+        released version, unless the class is billed (hosted).
+
+        Raises:
+            PromptNotFoundError: no such name or version; ``@promoted`` with nothing promoted
+                for the class; a bare name for a billed class with nothing promoted for it.
         """
         name, version = parse_prompt_ref(ref)
         versions = self.versions(name)
@@ -459,10 +492,10 @@ class PromptLibrary:
             return name, int(version)
         manifest = self.manifest()
         promoted = manifest.promotion(name, model_class)
-        if version == "promoted" and promoted is None:
-            raise PromptNotFoundError(f"no version of {name!r} has been promoted")
         if version in ("promoted", "") and promoted is not None:
             return name, promoted.version
+        if version == "promoted" or (version == "" and model_class in BILLED_CLASSES):
+            raise PromptNotFoundError(_not_promoted(name, model_class, manifest))
         if version == "":
             # A bare name never picks a draft: the promoted version, else the newest released one.
             released = [v for v in versions if f"{name}@{v}" in manifest.released]

@@ -149,14 +149,22 @@ class SemanticMemoryPlugin:
         """The ontology of the prompt version the extractor uses (promoted for its model's class).
 
         Read from the settings' model spec: building the extractor here would open its backend
-        on the turn's path.
+        on the turn's path. When no version is promoted for the class (extraction is then off,
+        and says why), memory already stored is still folded with a promoted version's ontology.
         """
+        from bub_semantic_memory._errors import PromptNotFoundError
         from bub_semantic_memory.backends._specs import model_class_of
         from bub_semantic_memory.plugin._settings import resolve_endpoint
 
         endpoint = resolve_endpoint(self.settings)
         model_class = model_class_of(endpoint.model) if endpoint is not None else None
-        return self._library().load(self.settings.prompt, model_class=model_class).ontology
+        library = self._library()
+        try:
+            return library.load(self.settings.prompt, model_class=model_class).ontology
+        except PromptNotFoundError:
+            if model_class is None:
+                raise
+            return library.load(self.settings.prompt).ontology
 
     def _library(self) -> PromptLibrary:
         from bub_semantic_memory.extraction._prompts import PromptLibrary
@@ -168,7 +176,8 @@ class SemanticMemoryPlugin:
         from bub_semantic_memory.extraction._extractor import Extractor
         from bub_semantic_memory.plugin._settings import extractor_config
 
-        quiet_dependencies()  # the plugin's own warning says what failed, once
+        # The plugin's own warning says what failed, once; the host's own requests keep their logs.
+        quiet_dependencies("extraction")
         try:
             config = extractor_config(self.settings)
             if config is None:

@@ -19,7 +19,7 @@ from pydantic_settings import SettingsConfigDict
 
 from bub_semantic_memory.agent._service import MemoryPolicy
 from bub_semantic_memory.backends._specs import is_local_spec
-from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._config import ExtractorConfig, default_bounds
 
 __all__ = [
     "ModelEndpoint",
@@ -43,6 +43,7 @@ _PROVIDER_BASE_URLS = {
     "llamacpp": "http://localhost:8080/v1",
     "vllm": "http://localhost:8000/v1",
 }
+_DEFAULT = default_bounds()
 
 
 @bub.config(name="semantic-memory")
@@ -84,27 +85,34 @@ class SemanticMemorySettings(bub.Settings):
     chunk_tokens: int | None = Field(
         default=None,
         ge=200,
-        description="Transcript tokens per extraction call (default: 3000, or what fits a local model).",
+        description=f"Transcript tokens per extraction call (default: {_DEFAULT['chunk_tokens']}).",
     )
     request_timeout: float | None = Field(
-        default=None, gt=0, description="Seconds per HTTP request to the endpoint (default: 60)."
+        default=None,
+        gt=0,
+        description=f"Seconds per HTTP request to the endpoint (default: {_DEFAULT['request_timeout']}).",
     )
     deadline: float | None = Field(
         default=None,
         gt=0,
-        description="Seconds one extraction call may take, retries included (default: 180; 600 local).",
+        description=(
+            f"Seconds one extraction call may take, retries included (default: {_DEFAULT['deadline']})."
+        ),
     )
     reasks: int | None = Field(
         default=None,
         ge=0,
         le=5,
-        description="Validation re-asks per extraction call (default: 2; 1 for a local model).",
+        description=f"Validation re-asks per extraction call (default: {_DEFAULT['reasks']}).",
     )
     transport_attempts: int | None = Field(
         default=None,
         ge=1,
         le=10,
-        description="Requests per call against an endpoint that keeps failing (default: 5).",
+        description=(
+            "Requests per call against an endpoint that keeps failing "
+            f"(default: {_DEFAULT['transport_attempts']})."
+        ),
     )
     shutdown_timeout: float = Field(
         default=30.0, ge=0, description="Seconds to wait at shutdown for running extractions."
@@ -172,8 +180,10 @@ def resolve_endpoint(settings: SemanticMemorySettings) -> ModelEndpoint | None:
 def extractor_config(settings: SemanticMemorySettings) -> ExtractorConfig | None:
     """The plugin's extractor configuration, or None when no endpoint can be derived.
 
-    A bound left unset stays ``None``, so the plugin runs the backend's defaults (those of
-    :meth:`ExtractorConfig.resolve`), exactly as the CLI and the evals do for the same model.
+    Built by :meth:`ExtractorConfig.from_settings`, the builder of the CLI and the evals too,
+    with the endpoint derived from bub's model settings. A bound left unset stays ``None``, so
+    the plugin runs the backend's defaults (those of :meth:`ExtractorConfig.resolve`), exactly
+    as the CLI and the evals do for the same model.
 
     Raises:
         ConfigurationError: a setting is invalid (an unknown mode, for example).
@@ -181,30 +191,22 @@ def extractor_config(settings: SemanticMemorySettings) -> ExtractorConfig | None
     endpoint = resolve_endpoint(settings)
     if endpoint is None:
         return None
-    return ExtractorConfig(
-        model=endpoint.model,
-        base_url=endpoint.base_url,
-        api_key=endpoint.api_key,
-        mode=settings.mode,
-        prompt=settings.prompt,
-        prompts_dir=settings.prompts_dir,
-        reasks=settings.reasks,
-        transport_attempts=settings.transport_attempts,
-        deadline_s=settings.deadline,
-        request_timeout_s=settings.request_timeout,
-        chunk_tokens=settings.chunk_tokens,
-        redact_patterns=tuple(settings.redact_patterns),
-        redact_allowlist=tuple(settings.redact_allowlist),
+    return ExtractorConfig.from_settings(
+        settings.model_dump(), model=endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key
     )
+
+
+_POLICY_SETTINGS = {
+    "budget",
+    "every_turns",
+    "min_new_tokens",
+    "max_concurrent",
+    "retry_cooldown",
+    "checkpoint_every",
+}
+"""The settings a :class:`MemoryPolicy` takes, by the same names."""
 
 
 def memory_policy(settings: SemanticMemorySettings) -> MemoryPolicy:
     """The plugin's extraction cadence, injection budget and bounds."""
-    return MemoryPolicy(
-        budget=settings.budget,
-        every_turns=settings.every_turns,
-        min_new_tokens=settings.min_new_tokens,
-        max_concurrent=settings.max_concurrent,
-        retry_cooldown=settings.retry_cooldown,
-        checkpoint_every=settings.checkpoint_every,
-    )
+    return MemoryPolicy(**settings.model_dump(include=_POLICY_SETTINGS))

@@ -241,6 +241,11 @@ class TranscriptLine:
             ``tool:`` prefix the renderer adds (those words are not conversation, so
             they must not ground an entity); ``None``: the whole ``text``.
         date: the entry's date (ISO-8601, as the tape wrote it; "" when it has none).
+        paragraphs: the body as the entry broke it: the lines of a message, a tool call's
+            text and its calls, the lines of each tool result. The line's text joins them
+            with :data:`LINE_BREAK`; they are kept as rendered, never split out of the text
+            again (the conversation may hold that marker itself). A line built without them
+            is one paragraph.
     """
 
     entry_id: int
@@ -248,6 +253,11 @@ class TranscriptLine:
     sender: str | None = None
     body: str | None = None
     date: str = ""
+    paragraphs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.paragraphs:
+            object.__setattr__(self, "paragraphs", (self.text if self.body is None else self.body,))
 
     @property
     def speech(self) -> str:
@@ -255,19 +265,14 @@ class TranscriptLine:
         body = self.text if self.body is None else self.body
         return f"{self.sender} {body}" if self.sender else body
 
-    @property
-    def paragraphs(self) -> tuple[str, ...]:
-        """The body as the entry broke it: the lines of a message, a tool call's text and its
-        calls, each tool result (the rendered line shows the breaks as :data:`LINE_BREAK`)."""
-        body = self.text if self.body is None else self.body
-        return tuple(body.split(LINE_BREAK))
-
     def shortened(self, characters: int) -> TranscriptLine:
         """The line's head (``characters`` of it) marked as cut."""
-        body = (
-            None if self.body is None else self.body[: max(0, characters - len(self.text) + len(self.body))]
-        )
-        return TranscriptLine(self.entry_id, self.text[:characters] + " …", self.sender, body, self.date)
+        text = self.text[:characters] + " …"
+        if self.body is None:
+            return TranscriptLine(self.entry_id, text, self.sender, None, self.date)
+        kept = max(0, characters - len(self.text) + len(self.body))
+        paragraphs = _cut_parts(self.paragraphs, kept)
+        return TranscriptLine(self.entry_id, text, self.sender, self.body[:kept], self.date, paragraphs)
 
 
 @dataclass(frozen=True)
@@ -371,17 +376,22 @@ def render_transcript(
 
 @dataclass(frozen=True)
 class _Rendered:
-    """An entry's line in parts: the renderer's prefix (with its separator) and the body."""
+    """An entry's line in parts: the renderer's prefix (with its separator) and the body's paragraphs."""
 
     prefix: str
-    body: str
+    paragraphs: tuple[str, ...]
     sender: str | None = None
 
     def line(self, entry_id: int, clean: Callable[[str], str], date: str = "") -> TranscriptLine:
         head = f"[{entry_id}] {self.prefix}"
-        text = clean(head + self.body)
-        body = text[len(head) :] if text.startswith(head) else clean(self.body)
-        return TranscriptLine(entry_id=entry_id, text=text, sender=self.sender, body=body, date=date)
+        first, *rest = _clean_parts((head + self.paragraphs[0], *self.paragraphs[1:]), clean)
+        text = LINE_BREAK.join((first, *rest))
+        if first.startswith(head):
+            paragraphs = (first[len(head) :], *rest)
+        else:  # a find took in the prefix: the body is cleaned alone
+            paragraphs = _clean_parts(self.paragraphs, clean)
+        body = LINE_BREAK.join(paragraphs)
+        return TranscriptLine(entry_id, text, self.sender, body, date, paragraphs)
 
 
 def _cleaner(redact: Callable[[str], str] | None) -> Callable[[str], str]:
@@ -394,16 +404,58 @@ def _cleaner(redact: Callable[[str], str] | None) -> Callable[[str], str]:
     return clean
 
 
+def _clean_parts(parts: tuple[str, ...], clean: Callable[[str], str]) -> tuple[str, ...]:
+    """``clean`` applied to paragraphs as one text (a secret may span lines), the paragraphs kept.
+
+    They are joined with a mark shaped like :data:`LINE_BREAK` (a space, a symbol that occurs
+    in no paragraph, a space), so the redactor reads what the model will read, and the result
+    is split at that mark. A secret redacted across a mark merges the paragraphs it spanned.
+    """
+    mark = _unused_mark(parts)
+    return tuple(clean(mark.join(parts)).split(mark))
+
+
+def _unused_mark(parts: tuple[str, ...]) -> str:
+    """A stand-in for :data:`LINE_BREAK` around a private-use character none of ``parts`` holds."""
+    joined = "".join(parts)
+    symbol = next(chr(code) for code in range(0xE000, 0xF900) if chr(code) not in joined)
+    return f" {symbol} "
+
+
+def _cut_parts(parts: tuple[str, ...], characters: int, tail: str = "") -> tuple[str, ...]:
+    """The paragraphs whose join is the first ``characters`` of the join of ``parts``, then ``tail``.
+
+    A cut inside a line break leaves the break's start on the paragraph before it.
+    """
+    kept: list[str] = []
+    left = characters
+    for index, part in enumerate(parts):
+        if index:
+            if left < len(LINE_BREAK):
+                kept[-1] += LINE_BREAK[:left]
+                break
+            left -= len(LINE_BREAK)
+        kept.append(part[:left])
+        left -= len(kept[-1])
+    kept[-1] += tail
+    return tuple(kept)
+
+
 def _truncate(text: str, limit: int, entry_id: int, what: str, report: ReadReport) -> str:
-    if len(text) <= limit:
-        return text
-    cut = len(text) - limit
+    return _truncate_parts((text,), limit, entry_id, what, report)[0]
+
+
+def _truncate_parts(
+    parts: tuple[str, ...], limit: int, entry_id: int, what: str, report: ReadReport
+) -> tuple[str, ...]:
+    """Paragraphs cut to ``limit`` characters of their joined text; the cut is marked and reported."""
+    length = len(LINE_BREAK.join(parts))
+    if length <= limit:
+        return parts
     report.add(
-        ReadIssue(
-            "truncated", f"{what} of {len(text):,} characters truncated to {limit:,}", entry_id=entry_id
-        )
+        ReadIssue("truncated", f"{what} of {length:,} characters truncated to {limit:,}", entry_id=entry_id)
     )
-    return f"{text[:limit]} …[{cut:,} characters truncated]"
+    return _cut_parts(parts, limit, f" …[{length - limit:,} characters truncated]")
 
 
 def _content_text(content: object) -> str:
@@ -429,15 +481,20 @@ def _render_message(
         speaker = "assistant"
     else:
         return None
-    if not text:
+    paragraphs = _lines(text)
+    if not paragraphs:
         return None
-    body = _truncate(clean(_one_line(text)), limits.message, entry.id, "message", report)
+    body = _truncate_parts(_clean_parts(paragraphs, clean), limits.message, entry.id, "message", report)
     return _Rendered(f"{speaker}: ", body, named)
 
 
-def _one_line(text: str) -> str:
-    # Keep each entry on one line so "[id]" prefixes stay unambiguous.
-    return LINE_BREAK.join(part.strip() for part in text.splitlines() if part.strip())
+def _lines(text: str) -> tuple[str, ...]:
+    """The text's non-blank lines, stripped: the paragraphs of one rendered line.
+
+    Each entry stays on one line (its paragraphs joined with :data:`LINE_BREAK`), so the
+    ``[id]`` prefixes stay unambiguous.
+    """
+    return tuple(part.strip() for part in text.splitlines() if part.strip())
 
 
 def _render_tool_call(
@@ -461,8 +518,8 @@ def _render_tool_call(
         return None, names
     calls_text = "; ".join(rendered)
     if content:
-        return _Rendered("assistant: ", f"{_one_line(content)}{LINE_BREAK}called {calls_text}"), names
-    return _Rendered("assistant called ", calls_text), names
+        return _Rendered("assistant: ", (*_lines(content), f"called {calls_text}")), names
+    return _Rendered("assistant called ", (calls_text,)), names
 
 
 def _render_tool_result(
@@ -479,9 +536,11 @@ def _render_tool_result(
     for index, result in enumerate(results):
         name = pending_calls[index] if index < len(pending_calls) else "tool"
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
-        text = _truncate(clean(_one_line(text)), limits.tool_result, entry.id, "tool result", report)
-        parts.append(f"{name} returned: {text}")
-    return _Rendered("tool: ", LINE_BREAK.join(parts))
+        first, *rest = _truncate_parts(
+            _clean_parts(_lines(text) or ("",), clean), limits.tool_result, entry.id, "tool result", report
+        )
+        parts += [f"{name} returned: {first}", *rest]
+    return _Rendered("tool: ", tuple(parts))
 
 
 def _render_anchor(
@@ -502,4 +561,4 @@ def _render_anchor(
             "anchor state",
             report,
         )
-    return _Rendered("", f"anchor {name}{summary}")
+    return _Rendered("", (f"anchor {name}{summary}",))
