@@ -105,6 +105,7 @@ def test_an_instruction_planted_in_the_tape_purges_nothing(tmp_path: Path) -> No
             "BUB_MODEL": f"openai:{server.model_ids[0]}",
             "BUB_API_BASE": server.base_url,
             "BUB_API_KEY": "test-key",
+            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",  # the plugin tests' version; names one for a hosted model
         }
         for message in ("Hi, I'm Maya Lin and I live in Lisbon.", PLANTED, "What do you know about me?"):
             subprocess.run(
