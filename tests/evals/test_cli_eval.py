@@ -337,6 +337,47 @@ def test_prompts_promote_exits_non_zero_when_the_gate_refuses(tmp_path: Path) ->
     )
 
 
+def test_prompts_promote_runs_only_the_named_fixtures_of_the_tag(tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts"
+    shutil.copytree(REPO / "prompts", prompts)
+    library = PromptLibrary(prompts)
+    manifest = library.manifest()
+    manifest.promoted.clear()
+    library.save_manifest(manifest)
+    named, other = sorted(f.id for f in QUICK)[:2]
+    with FakeOpenAIServer(responder=OracleResponder.from_golds([f.gold for f in QUICK])) as server:
+        result = runner.invoke(
+            app,
+            [
+                "prompts",
+                "promote",
+                "extract@1",
+                "--base-url",
+                server.base_url,
+                "--fixtures",
+                str(FIXTURES),
+                "--tag",
+                "quick",
+                "--fixture",
+                named,
+                "--fixture",
+                "work-wedding-planning",  # not tagged quick: left out
+                "--model",
+                "oracle",
+                "--prompts-dir",
+                str(prompts),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--out",
+                str(tmp_path / "gate"),
+            ],
+        )
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "gate" / "report.json").read_text(encoding="utf-8"))
+    assert report["fixture_ids"] == [named] != [other]
+    assert [f["fixture"] for f in report["runs"][0]["fixtures"]] == [named]
+
+
 def _one_fixture(tmp_path: Path, relations: list[dict[str, str]]) -> Path:
     """A fixture directory holding one fixture: a committed tape, and gold written here."""
     folder = tmp_path / "fixtures" / "ticket"

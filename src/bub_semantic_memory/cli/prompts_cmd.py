@@ -180,6 +180,9 @@ def promote_prompt(
     mode: str = opt.MODE,
     fixtures: Path = opt.FIXTURES,
     tags: list[str] = opt.TAGS,
+    ids: list[str] = typer.Option(
+        [], "--fixture", help="Only this fixture id (repeatable; with --tag, those of them that have one of the tags)."
+    ),
     tolerance: float = typer.Option(
         0.02, "--tolerance", min=0.0, help="Largest allowed drop of F1 or success rate."
     ),
@@ -219,7 +222,7 @@ def promote_prompt(
         concurrency=concurrency,
         cache_dir=cache_dir,
     )
-    selected = opt.load_selected(fixtures, tags, [])
+    selected = opt.load_selected(fixtures, tags, ids)
     try:
         outcome = asyncio.run(
             promote(
