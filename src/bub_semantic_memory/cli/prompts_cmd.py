@@ -181,7 +181,9 @@ def promote_prompt(
     fixtures: Path = opt.FIXTURES,
     tags: list[str] = opt.TAGS,
     ids: list[str] = typer.Option(
-        [], "--fixture", help="Only this fixture id (repeatable; with --tag, those of them that have one of the tags)."
+        [],
+        "--fixture",
+        help="Only this fixture id (repeatable; with --tag, those of them that have one of the tags).",
     ),
     tolerance: float = typer.Option(
         0.02, "--tolerance", min=0.0, help="Largest allowed drop of F1 or success rate."
