@@ -25,7 +25,10 @@ def qa(
         help="An eval report (report.json): its run's predictions are the memory (else no memory condition).",
     ),
     run: str | None = typer.Option(
-        None, "--run", help="The run of --memory to use, e.g. extract@9 (default: its last run)."
+        None,
+        "--run",
+        help="The run of --memory to use, e.g. extract@9, folded with that version's ontology "
+        "(default: its last run, folded with the promoted version's).",
     ),
     conditions: list[str] = typer.Option(
         [],
@@ -90,7 +93,8 @@ def qa(
     selected = [f for f in selected if f.gold.questions]
     if not selected:
         fail("no selected fixture has questions")
-    ontology = PromptLibrary().load("extract").ontology
+    # memory is folded with the ontology of the version that extracted it (named by --run)
+    ontology = PromptLibrary().load(run if memory is not None and run else "extract").ontology
     snapshots, source = (
         memory_from_report(memory, run, selected, ontology) if memory is not None else ({}, "")
     )
