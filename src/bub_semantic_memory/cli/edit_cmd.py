@@ -14,6 +14,7 @@ import getpass
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -126,6 +127,21 @@ def show(result: EditResult, name: str, as_json: bool) -> None:
         )
 
 
+def apply_edit(params: dict[str, Any], act: Callable[[MemoryEditor], Awaitable[EditResult]]) -> EditResult:
+    """Make an edit on the tape that a verb's options (``ctx.params``) name, and print what it did."""
+    name = tape_name(params["tape"], params["session"], params["workspace"])
+    result = run_edit(
+        name,
+        tapes_dir=params["tapes_dir"],
+        prompt=params["prompt"],
+        prompts_dir=params["prompts_dir"],
+        by=params["by"],
+        act=act,
+    )
+    show(result, name, params["as_json"])
+    return result
+
+
 @handle_errors
 def forget(
     name: str | None = typer.Argument(None, help="The entity to forget: a name, an alias or a key."),
@@ -183,6 +199,7 @@ def forget(
 
 @handle_errors
 def set_attribute(
+    ctx: typer.Context,
     name: str = typer.Argument(..., help="The entity: a name, an alias or a key."),
     key: str = typer.Argument(..., help="The attribute."),
     value: str = typer.Argument(..., help="Its value: it wins over what extraction says, until unset."),
@@ -196,20 +213,12 @@ def set_attribute(
     as_json: bool = JSON,
 ) -> None:
     """Set an entity's attribute by hand: extraction never overrides it."""
-    tape_of = tape_name(tape, session, workspace)
-    result = run_edit(
-        tape_of,
-        tapes_dir=tapes_dir,
-        prompt=prompt,
-        prompts_dir=prompts_dir,
-        by=by,
-        act=lambda editor: editor.set(name, key, value),
-    )
-    show(result, tape_of, as_json)
+    apply_edit(ctx.params, lambda editor: editor.set(name, key, value))
 
 
 @handle_errors
 def unset(
+    ctx: typer.Context,
     name: str = typer.Argument(..., help="The entity: a name, an alias or a key."),
     key: str = typer.Argument(..., help="The attribute to drop."),
     tape: str | None = TAPE,
@@ -222,20 +231,12 @@ def unset(
     as_json: bool = JSON,
 ) -> None:
     """Drop an entity's attribute (a later mention may state it again)."""
-    tape_of = tape_name(tape, session, workspace)
-    result = run_edit(
-        tape_of,
-        tapes_dir=tapes_dir,
-        prompt=prompt,
-        prompts_dir=prompts_dir,
-        by=by,
-        act=lambda editor: editor.unset(name, key),
-    )
-    show(result, tape_of, as_json)
+    apply_edit(ctx.params, lambda editor: editor.unset(name, key))
 
 
 @handle_errors
 def merge(
+    ctx: typer.Context,
     keep: str = typer.Argument(..., help="The entity that stays (a name, an alias or a key)."),
     other: str = typer.Argument(..., help="The entity merged into it: its names become aliases."),
     tape: str | None = TAPE,
@@ -248,20 +249,12 @@ def merge(
     as_json: bool = JSON,
 ) -> None:
     """Merge two entities into one: aliases kept, relations and facts re-pointed (undo with 'split')."""
-    tape_of = tape_name(tape, session, workspace)
-    result = run_edit(
-        tape_of,
-        tapes_dir=tapes_dir,
-        prompt=prompt,
-        prompts_dir=prompts_dir,
-        by=by,
-        act=lambda editor: editor.merge(keep, other),
-    )
-    show(result, tape_of, as_json)
+    apply_edit(ctx.params, lambda editor: editor.merge(keep, other))
 
 
 @handle_errors
 def split(
+    ctx: typer.Context,
     keep: str = typer.Argument(..., help="The entity that was kept."),
     other: str = typer.Argument(..., help="The entity merged into it (a name it had, or its key)."),
     tape: str | None = TAPE,
@@ -274,20 +267,12 @@ def split(
     as_json: bool = JSON,
 ) -> None:
     """Undo a merge: the two entities are two again."""
-    tape_of = tape_name(tape, session, workspace)
-    result = run_edit(
-        tape_of,
-        tapes_dir=tapes_dir,
-        prompt=prompt,
-        prompts_dir=prompts_dir,
-        by=by,
-        act=lambda editor: editor.split(keep, other),
-    )
-    show(result, tape_of, as_json)
+    apply_edit(ctx.params, lambda editor: editor.split(keep, other))
 
 
 @handle_errors
 def end(
+    ctx: typer.Context,
     source: str = typer.Argument(..., help="The relation's source entity."),
     rel_type: str = typer.Argument(..., metavar="TYPE", help="The relation type (lives_in, works_for...)."),
     target: str = typer.Argument(..., help="The relation's target entity."),
@@ -304,20 +289,12 @@ def end(
     as_json: bool = JSON,
 ) -> None:
     """Close a relation as no longer true (its valid_until); a later mention opens it again."""
-    tape_of = tape_name(tape, session, workspace)
-    result = run_edit(
-        tape_of,
-        tapes_dir=tapes_dir,
-        prompt=prompt,
-        prompts_dir=prompts_dir,
-        by=by,
-        act=lambda editor: editor.end(source, rel_type, target, until=at),
-    )
-    show(result, tape_of, as_json)
+    apply_edit(ctx.params, lambda editor: editor.end(source, rel_type, target, until=at))
 
 
 @handle_errors
 def undo(
+    ctx: typer.Context,
     edit_id: str = typer.Argument(
         ..., metavar="EDIT", help="The edit's id, or the start of it ('memory edits')."
     ),
@@ -331,16 +308,7 @@ def undo(
     as_json: bool = JSON,
 ) -> None:
     """Undo an edit (a forget, a set, a merge, an import...): what it changed comes back."""
-    tape_of = tape_name(tape, session, workspace)
-    result = run_edit(
-        tape_of,
-        tapes_dir=tapes_dir,
-        prompt=prompt,
-        prompts_dir=prompts_dir,
-        by=by,
-        act=lambda editor: editor.undo(edit_id),
-    )
-    show(result, tape_of, as_json)
+    apply_edit(ctx.params, lambda editor: editor.undo(edit_id))
 
 
 @handle_errors
