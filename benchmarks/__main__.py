@@ -245,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Keep the last complete results: a broken run is printed, not recorded.
         print(f"; {len(failed)} section(s) failed, {out} left unchanged (use --out to write anyway)")
     elif out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)  # make budget: reports/ is absent in a clean checkout
         out.write_text(text, encoding="utf-8")
         print(f"; wrote {out}")
     else:

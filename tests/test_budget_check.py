@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,3 +53,18 @@ async def test_the_budget_check_fails_a_prompt_directory_whose_hosted_promotion_
     assert await budget_check(library, promoted or "extract@12") == expected
     missed = capsys.readouterr().err
     assert ("missed: hosted class" in missed) == bool(expected)
+
+
+@pytest.mark.slow
+def test_the_budget_check_writes_its_results_into_a_directory_a_clean_checkout_lacks(tmp_path: Path) -> None:
+    out = tmp_path / "reports" / "budget.md"  # `make budget`'s --out; no reports/ in a fresh clone
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--only", "8", "--check", "--out", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert out.read_text(encoding="utf-8").startswith("# Benchmark results")
