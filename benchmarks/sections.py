@@ -31,6 +31,7 @@ SECTIONS: dict[int, tuple[str, str]] = {
     6: ("local_model", "Local model"),
     7: ("redaction", "Redaction"),
     8: ("prefix_cache", "Prefix cache"),
+    9: ("memory_qa", "Memory QA"),
 }
 
 

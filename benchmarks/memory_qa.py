@@ -1,0 +1,179 @@
+"""Section 9: Memory QA, what the agent receives for a question, side by side with plain search.
+
+The memory-QA eval (``semantic-memory eval qa``) over the questions of the fixtures a committed
+extraction run covered, at the plugin's budget: the note the plugin injects (rendered from that
+run's snapshots by the plugin's own code path), the gold memory, bub's ``tape.search`` as an
+agent calls it, BM25 over the transcript lines, nothing and the whole transcript. Context recall
+needs no model; answer accuracy is the embedded local model's, replayed from the committed
+answer cache (``evals/qa-cache``), so this section opens no model.
+
+A second run plants 1,000 made-up entities in every memory (the way section 3 plants
+distractors): the memory an agent has after months, where the budget has to choose."""
+
+from __future__ import annotations
+
+from benchmarks.common import REPO, BenchConfig, Section, Table
+from bub_semantic_memory.agent import MemoryPolicy
+from bub_semantic_memory.evals.contexts import CONDITIONS, MEMORY_WITHOUT_FACTS
+from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals.qa import QAOptions, memory_from_report, run_qa
+from bub_semantic_memory.evals.qa_report import LONG, NO_ENTITY, QAReport, Rate
+from bub_semantic_memory.extraction import PromptLibrary
+
+MEMORY_REPORT = REPO / "evals" / "reports" / "hosted-test-extract2-vs-14" / "report.json"
+"""The committed extraction run whose snapshots are the memory: the hosted gate's, on the test split."""
+MEMORY_RUN = "extract@2"
+"""The gate's baseline on the hosted path; its candidate extract@14 (facts) was refused there."""
+ANSWER_MODEL = "local"
+"""The answering model whose cached answers are replayed (``eval qa --model local``)."""
+DISTRACTORS = 1000
+GOAL_OVER_SEARCH = 0.10
+GOAL_NO_ENTITY = 0.9
+
+CONDITION_ORDER = ("memory", MEMORY_WITHOUT_FACTS, "gold-memory", "tape-search", "bm25", "none", "full")
+
+
+def _share(rate: Rate) -> str:
+    return "–" if rate.value is None else f"{rate.value:.3f} ({rate.hits}/{rate.n})"
+
+
+def _delta(report: QAReport, other: str, category: str | None = None) -> tuple[float | None, str]:
+    """Memory's recall minus ``other``'s with its 95% interval (None: no question to compare on)."""
+    found = report.delta("memory", other, category=category)
+    if found is None:
+        return None, "– (no question)"
+    point, (low, high) = found
+    return point, f"{point:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def _unanswered(report: QAReport, condition: str) -> int:
+    """The questions whose ``condition`` context has no cached answer."""
+    return sum(1 for item in report.items if (o := item.outcome(condition)) is not None and o.answer is None)
+
+
+def conditions_table(report: QAReport, title: str) -> Table:
+    """Rows that start with the condition: recall overall and per category, tokens, accuracy."""
+    kinds = [*report.categories(), NO_ENTITY, LONG]
+    kinds = [k for k in kinds if k != "unanswerable"]
+    table = Table(
+        title,
+        [
+            "condition",
+            "context recall",
+            *(f"recall: {k}" for k in kinds),
+            "tokens / question",
+            f"answer accuracy ({ANSWER_MODEL})",
+            "unanswerable: says unknown",
+        ],
+    )
+    for condition in [c for c in CONDITION_ORDER if c in report.conditions]:
+        table.rows.append(
+            [
+                f"`{condition}`",
+                _share(report.recall(condition)),
+                *(_share(report.recall(condition, k)) for k in kinds),
+                f"{report.tokens(condition):,.0f}",
+                _share(report.accuracy(condition)),
+                _share(report.accuracy(condition, "unanswerable")),
+            ]
+        )
+    return table
+
+
+async def _run(distractors: int, quick: bool) -> QAReport:
+    fixtures = [f for f in load_fixtures(REPO / "evals" / "fixtures") if f.gold.questions]
+    ontology = PromptLibrary().load(MEMORY_RUN).ontology  # the one the memory was extracted with
+    memory, source = memory_from_report(MEMORY_REPORT, MEMORY_RUN, fixtures, ontology)
+    fixtures = [f for f in fixtures if f.id in memory]  # the fixtures the extraction run covered
+    if quick:
+        fixtures = fixtures[:4]
+    options = QAOptions(
+        ontology=ontology,
+        budget=MemoryPolicy().budget,
+        conditions=CONDITIONS,
+        memory=memory,
+        memory_source=source,
+        answer_model_name=ANSWER_MODEL,
+        answer_context_tokens=8192,
+        cache_dir=REPO / "evals" / "qa-cache",
+        replay=True,
+        distractors=distractors,
+    )
+    return await run_qa(fixtures, options)
+
+
+async def run(config: BenchConfig) -> Section:
+    section = Section(
+        9,
+        "Memory QA",
+        method=(
+            "`semantic-memory eval qa` over every fixture question at the plugin's budget "
+            f"({MemoryPolicy().budget} tokens): memory is the note the plugin's own service renders from the "
+            f"snapshots of {MEMORY_RUN} on the hosted path (the embedded model served over HTTP, the gate's "
+            f"baseline; no version is promoted for hosted models) in `{MEMORY_REPORT.relative_to(REPO)}`. "
+            "Context recall: the answer or an accepted form in the context as whole words (no model). "
+            f"Answer accuracy: the embedded model's answers (`--model {ANSWER_MODEL}`), replayed from "
+            "`evals/qa-cache`, judged by a fixed rule. Only the fixtures the extraction run covered are "
+            "asked."
+        ),
+    )
+    plain = await _run(0, config.quick)
+    noisy = await _run(200 if config.quick else DISTRACTORS, config.quick)
+    answerable = [i for i in plain.items if i.category != "unanswerable"]
+    point, text = _delta(plain, "tape-search")
+    section.row(
+        "memory − tape-search, context recall (answerable questions)",
+        text,
+        f"≥ +{GOAL_OVER_SEARCH:.2f}",
+        None if point is None else point >= GOAL_OVER_SEARCH,
+        f"memory {_share(plain.recall('memory'))}, tape-search {_share(plain.recall('tape-search'))}; "
+        f"{len(answerable)} answerable questions of {len({i.fixture for i in plain.items})} fixtures",
+        kind="share",
+    )
+    for category, label in ((LONG, "tapes of 200+ turns"), ("temporal", "temporal questions")):
+        point, text = _delta(plain, "bm25", category)
+        section.row(
+            f"memory − bm25, context recall, {label}",
+            text,
+            "≥ 0",
+            None if point is None else point >= 0,
+            f"memory {_share(plain.recall('memory', category))}, "
+            f"bm25 {_share(plain.recall('bm25', category))}",
+            kind="share",
+        )
+    no_entity = noisy.recall("memory", NO_ENTITY)
+    section.row(
+        f"memory, questions that name no entity, {DISTRACTORS:,} distractors: context recall",
+        _share(no_entity),
+        f"≥ {GOAL_NO_ENTITY}",
+        None if no_entity.value is None else no_entity.value >= GOAL_NO_ENTITY,
+        f"gold-memory, name no entity, same distractors: {_share(noisy.recall('gold-memory', NO_ENTITY))}; "
+        f"tape-search: {_share(noisy.recall('tape-search', NO_ENTITY))}",
+        kind="share",
+    )
+    unanswerable = plain.accuracy("memory", "unanswerable")
+    section.row(
+        "unanswerable questions answered 'unknown' from memory",
+        _share(unanswerable),
+        "",
+        None,
+        f"bm25: {_share(plain.accuracy('bm25', 'unanswerable'))}; "
+        f"tape-search: {_share(plain.accuracy('tape-search', 'unanswerable'))}",
+        kind="share",
+    )
+    for condition in ("memory", "tape-search", "bm25"):
+        section.row(
+            f"answer accuracy with the embedded model, {condition}",
+            _share(plain.accuracy(condition)),
+            "",
+            None,
+            f"replayed from evals/qa-cache; {_unanswered(plain, condition)} of {len(plain.items)} "
+            "questions have no cached answer (not scored)",
+            kind="share",
+        )
+    section.tables += [
+        conditions_table(plain, f"Conditions at {plain.budget} tokens ({len(plain.items)} questions)"),
+        conditions_table(noisy, f"The same with {noisy.distractors:,} distractor entities in every memory"),
+    ]
+    section.notes.append(plain.memory_source)
+    return section
