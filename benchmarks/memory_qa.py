@@ -46,11 +46,6 @@ def _delta(report: QAReport, other: str, category: str | None = None) -> tuple[f
     return point, f"{point:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
-def _unanswered(report: QAReport, condition: str) -> int:
-    """The questions whose ``condition`` context has no cached answer."""
-    return sum(1 for item in report.items if (o := item.outcome(condition)) is not None and o.answer is None)
-
-
 def conditions_table(report: QAReport, title: str) -> Table:
     """Rows that start with the condition: recall overall and per category, tokens, accuracy."""
     kinds = [*report.categories(), NO_ENTITY, LONG]
@@ -167,7 +162,7 @@ async def run(config: BenchConfig) -> Section:
             _share(plain.accuracy(condition)),
             "",
             None,
-            f"replayed from evals/qa-cache; {_unanswered(plain, condition)} of {len(plain.items)} "
+            f"replayed from evals/qa-cache; {plain.unanswered(condition)} of {len(plain.items)} "
             "questions have no cached answer (not scored)",
             kind="share",
         )

@@ -100,11 +100,16 @@ class QAReport(BaseModel):
         scored = [o.correct for o in self._outcomes(condition, category) if o.correct is not None]
         return Rate(hits=sum(scored), n=len(scored))
 
-    def unanswered(self) -> int:
-        """Contexts a replay found no cached answer for (0 when a model answered)."""
+    def unanswered(self, condition: str | None = None) -> int:
+        """Contexts (of ``condition``) a replay found no cached answer for (0 when a model answered)."""
         if not self.replayed:
             return 0
-        return sum(1 for item in self.items for o in item.outcomes if o.answer is None)
+        return sum(
+            1
+            for item in self.items
+            for o in item.outcomes
+            if o.answer is None and (condition is None or o.condition == condition)
+        )
 
     def tokens(self, condition: str) -> float:
         outcomes = self._outcomes(condition, None)
