@@ -108,17 +108,19 @@ class MemoryEditor:
         return edit, before, after
 
     async def _reload(self) -> MemoryGraph:
-        self._graph = None
-        graph = await self.graph()
+        loaded = await self.snapshots.load_graph(self.tape, self.ontology)
+        self._graph = graph = loaded.graph
         try:
-            await self.snapshots.checkpoint(self.tape, self.ontology, min_tail=1)
+            await self.snapshots.checkpoint(self.tape, self.ontology, min_tail=1, loaded=loaded)
         except StoreError as exc:  # costs load time only: the edit is stored
             logger.warning("cannot store a checkpoint of tape %s after the edit: %s", self.tape, exc)
         return graph
 
-    async def _result(self, make: Callable[[MemoryGraph, int], Edit]) -> EditResult:
+    async def _result(self, make: Callable[[MemoryGraph, int], Edit], *, purge: bool = False) -> EditResult:
+        """Make the edit, then (``purge``) erase what it forgot from what was stored before."""
         edit, before, after = await self._apply(make)
-        return EditResult(edit, changes(before, after))
+        report = await self._purge(edit, before) if purge else None
+        return EditResult(edit, changes(before, after), report)
 
     # -- the verbs -------------------------------------------------------------------------------
 
@@ -137,27 +139,19 @@ class MemoryEditor:
             if not purge:
                 raise
             return await self._purge_earlier(name)
-        edit, before, after = await self._apply(lambda g, at: build.forget_entity(g, key, at=at, by=self.by))
-        report = await self._purge(edit, before) if purge else None
-        return EditResult(edit, changes(before, after), report)
+        return await self._result(lambda g, at: build.forget_entity(g, key, at=at, by=self.by), purge=purge)
 
     async def forget_relation(
         self, source: str, rel_type: str, target: str, *, purge: bool = False
     ) -> EditResult:
         """Forget one relation (its entities stay)."""
         key = build.find_relation(await self.graph(), source, rel_type, target)
-        edit, before, after = await self._apply(
-            lambda g, at: build.forget_relation(g, key, at=at, by=self.by)
-        )
-        report = await self._purge(edit, before) if purge else None
-        return EditResult(edit, changes(before, after), report)
+        return await self._result(lambda g, at: build.forget_relation(g, key, at=at, by=self.by), purge=purge)
 
     async def forget_fact(self, statement: str, *, purge: bool = False) -> EditResult:
         """Forget one stated fact and its re-wordings."""
         fact = build.find_fact(await self.graph(), statement)
-        edit, before, after = await self._apply(lambda g, at: build.forget_fact(g, fact, at=at, by=self.by))
-        report = await self._purge(edit, before) if purge else None
-        return EditResult(edit, changes(before, after), report)
+        return await self._result(lambda g, at: build.forget_fact(g, fact, at=at, by=self.by), purge=purge)
 
     async def _purge(self, edit: Edit, before: MemoryGraph) -> PurgeReport:
         report = await purge(self.snapshots, edit, before, archive_dir=self.archive_dir)

@@ -249,17 +249,26 @@ class SnapshotStore:
         tail, _ = await self.read_after(tape, 0)
         return sorted({e.id: e for e in tail.edits}.values(), key=lambda e: e.order)
 
-    async def checkpoint(self, tape: str, ontology: Ontology | None = None, *, min_tail: int = 1) -> bool:
+    async def checkpoint(
+        self,
+        tape: str,
+        ontology: Ontology | None = None,
+        *,
+        min_tail: int = 1,
+        loaded: MemoryLoad | None = None,
+    ) -> bool:
         """Store a checkpoint of ``tape``'s memory if at least ``min_tail`` snapshots follow the newest one.
 
         The checkpoint is folded from what the store holds now (checkpoint plus tail, read
-        fresh), never from a process's in-memory graph, so it is exactly the fold of the
-        sidecar up to the entry it names. Returns True if one was written.
+        fresh, or ``loaded``: a :meth:`load_graph` made just before by the caller, so that it
+        is not read and folded twice), never from a process's in-memory graph, so it is exactly
+        the fold of the sidecar up to the entry it names. Returns True if one was written.
 
         Raises:
             StoreError: the store refused the read or the write.
         """
-        loaded = await self.load_graph(tape, ontology)
+        if loaded is None:
+            loaded = await self.load_graph(tape, ontology)
         if loaded.tail_snapshots < max(1, min_tail) and not (loaded.refolded and loaded.tail_snapshots):
             return False
         state = await asyncio.to_thread(encode_checkpoint, loaded.graph, loaded.last_entry_id)
