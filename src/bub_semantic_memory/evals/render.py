@@ -112,7 +112,7 @@ def _count(value: float) -> str:
 
 def _run_label(run: PromptRun) -> str:
     """How :func:`~bub_semantic_memory.evals.report.compare_runs` names a run."""
-    return f"{run.prompt} ({run.model})"
+    return run.label
 
 
 def _with_ci(delta: float | None, ci: tuple[float, float] | None) -> str:

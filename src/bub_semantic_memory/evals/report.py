@@ -162,6 +162,11 @@ class PromptRun(BaseModel):
     model_note: str = ""
     """What the model is, when the harness knows (the packaged local smoke-test model)."""
 
+    @property
+    def label(self) -> str:
+        """How comparisons and report tables name this run: ``extract@9 (model)``."""
+        return f"{self.prompt} ({self.model})"
+
 
 class Comparison(BaseModel):
     """A candidate run against a baseline run on the fixtures both share."""
@@ -329,8 +334,8 @@ def compare_runs(
     entity_delta, entity_ci = paired_bootstrap(base, cand, "entities", resamples=resamples)
     relation_delta, relation_ci = paired_bootstrap(base, cand, "relations", resamples=resamples)
     return Comparison(
-        baseline=f"{baseline.prompt} ({baseline.model})",
-        candidate=f"{candidate.prompt} ({candidate.model})",
+        baseline=baseline.label,
+        candidate=candidate.label,
         fixtures_compared=len(pairs),
         entity_f1_delta=_rounded(entity_delta),
         entity_f1_ci95=entity_ci,

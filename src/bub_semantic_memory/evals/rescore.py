@@ -49,7 +49,7 @@ def rescore_report(
     if missing:
         raise EvalError(f"the report holds fixtures the fixture directory lacks: {', '.join(missing)}")
     runs = [_rescore_run(run, by_id, scoring(run)) for run in report.runs]
-    labels = {f"{run.prompt} ({run.model})": run for run in runs}
+    labels = {run.label: run for run in runs}
     comparisons = [
         compare_runs(labels[c.baseline], labels[c.candidate], resamples=c.resamples)
         if c.baseline in labels and c.candidate in labels
