@@ -86,40 +86,30 @@ class SidecarReader(Protocol):
         ...
 
 
-def snapshot_from_entry(entry: Entry, report: ReadReport) -> Snapshot | None:
-    """The snapshot an entry holds; None for other entries (and reported if it fails to validate)."""
-    if entry.kind != "event" or entry.payload.get("name") != SNAPSHOT_EVENT:
+def _event_from_entry[M: BaseModel](
+    entry: Entry, report: ReadReport, event: str, model: type[M], issue: str, noun: str
+) -> M | None:
+    """The ``model`` an ``event`` entry holds; None for other entries (reported if it does not validate)."""
+    if entry.kind != "event" or entry.payload.get("name") != event:
         return None
     try:
-        return Snapshot.model_validate(entry.payload.get("data"))
+        return model.model_validate(entry.payload.get("data"))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        report.add(
-            ReadIssue(
-                "bad_snapshot",
-                f"snapshot does not validate ({where}: {first['msg']}); skipped",
-                entry_id=entry.id,
-            )
-        )
+        message = f"{noun} does not validate ({where}: {first['msg']}); skipped"
+        report.add(ReadIssue(issue, message, entry_id=entry.id))
         return None
+
+
+def snapshot_from_entry(entry: Entry, report: ReadReport) -> Snapshot | None:
+    """The snapshot an entry holds; None for other entries (and reported if it fails to validate)."""
+    return _event_from_entry(entry, report, SNAPSHOT_EVENT, Snapshot, "bad_snapshot", "snapshot")
 
 
 def edit_from_entry(entry: Entry, report: ReadReport) -> Edit | None:
     """The edit an entry holds; None for other entries (and reported if it fails to validate)."""
-    if entry.kind != "event" or entry.payload.get("name") != EDIT_EVENT:
-        return None
-    try:
-        return Edit.model_validate(entry.payload.get("data"))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        report.add(
-            ReadIssue(
-                "bad_edit", f"edit does not validate ({where}: {first['msg']}); skipped", entry_id=entry.id
-            )
-        )
-        return None
+    return _event_from_entry(entry, report, EDIT_EVENT, Edit, "bad_edit", "edit")
 
 
 def _is_checkpoint(entry: Entry) -> bool:
