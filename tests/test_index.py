@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -124,6 +127,69 @@ def test_the_index_rewrites_only_what_changed() -> None:
     # Lisbon and the new fact are written; Jonas's Berlin fact changes to "formerly"
     assert index.refresh() == 3
     assert len(index) == 6 + 4
+
+
+_RANK_IN_A_FRESH_PROCESS = """
+from bub_semantic_memory.evals.distractors import make_memory
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory._index import MemoryIndex
+from bub_semantic_memory.memory._render import render_memory
+
+memory = make_memory(300)
+graph = MemoryGraph.fold(memory.snapshots, PromptLibrary().load("extract@9").ontology, tape="t")
+index = MemoryIndex(graph)
+names = [e.name for s in memory.snapshots for e in s.entities][:40]
+for name in names:
+    question = f"Who does {name} know, and where do they work?"
+    ranking = index.rank(question)
+    print([f.id for f in ranking.facts])
+    print(render_memory(graph, query=question, budget=800, ranking=ranking).text)
+"""
+
+
+def test_a_question_gets_the_same_memory_in_every_process() -> None:
+    """Ties in BM25 ("knows" facts alike) must not be broken by set order, which Python's string
+    hashing changes from one process to the next: the memory QA answers are cached by context."""
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _RANK_IN_A_FRESH_PROCESS],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(outputs) == 1
+
+
+def test_a_word_in_hundreds_of_documents_is_not_searched_for_in_a_large_memory() -> None:
+    graph, lines = memory_with_distractors(1000)
+    index = MemoryIndex(graph)
+    index.refresh(lines)
+    managing = sum("manages" in text.split() for text in index._texts.values())
+    assert 500 < managing < len(index) // 4  # below a quarter of the memory, and yet common
+    assert index.rank("manages").facts == ()
+    assert index.rank("Where did my sister move?").facts[0].sentence == "Lena lives in Porto"
+
+
+def test_word_counts_are_read_once_until_the_index_changes() -> None:
+    graph = MemoryGraph.fold(FACTS[:1], ONTOLOGY, tape="t")
+    index = MemoryIndex(graph)
+    index.refresh(LINES)
+    statements: list[str] = []
+    index._db.set_trace_callback(lambda sql: None if sql.startswith("--") else statements.append(sql))
+    question = "Where does Jonas live now?"
+    first = index.rank(question)
+    counted = len(statements)
+    assert counted > 1  # the search, and a count per word
+    assert index.rank(question) == first
+    assert len(statements) == counted + 1  # the search alone
+    graph.add(FACTS[1])
+    moved = index.rank(question)
+    assert moved.facts[0].sentence == "Jonas Weber lives in Lisbon"
+    assert len(statements) > counted + 2 + 1  # the rewritten documents, the words counted again
 
 
 async def test_the_index_serves_a_memory_loaded_from_a_checkpoint_as_it_served_the_fresh_fold(
