@@ -8,14 +8,22 @@ needs no model; answer accuracy is the embedded local model's, replayed from the
 answer cache (``evals/qa-cache``), so this section opens no model.
 
 A second run plants 1,000 made-up entities in every memory (the way section 3 plants
-distractors): the memory an agent has after months, where the budget has to choose."""
+distractors): the memory an agent has after months, where the budget has to choose.
+
+A third run is the local class end to end, sized for the answer accuracy's interval: memory
+from the version promoted for local models (its committed all-fixture run), answers from the
+same embedded model, on the test fixtures that run covered, in id order, until at least
+:data:`ACCURACY_QUESTIONS` questions."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
 
 from benchmarks.common import REPO, BenchConfig, Section, Table
 from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.evals.contexts import CONDITIONS, MEMORY_WITHOUT_FACTS
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals.dataset import Fixture, load_fixtures
 from bub_semantic_memory.evals.qa import QAOptions, memory_from_report, run_qa
 from bub_semantic_memory.evals.qa_report import LONG, NO_ENTITY, QAReport, Rate
 from bub_semantic_memory.extraction import PromptLibrary
@@ -24,6 +32,12 @@ MEMORY_REPORT = REPO / "evals" / "reports" / "hosted-test-extract2-vs-14" / "rep
 """The committed extraction run whose snapshots are the memory: the hosted gate's, on the test split."""
 MEMORY_RUN = "extract@2"
 """The gate's baseline on the hosted path; its candidate extract@14 (facts) was refused there."""
+LOCAL_MEMORY_REPORT = REPO / "evals" / "reports" / "qwen-all45-extract4-vs-9" / "report.json"
+"""The committed run of the local class's promoted version on every fixture below 200 turns."""
+LOCAL_MEMORY_RUN = "extract@9"
+ACCURACY_QUESTIONS = 100
+"""Enough questions for a 95% interval of an accuracy narrower than ±0.1 (±0.098 at 0.5)."""
+ACCURACY_CONDITIONS = ("none", "memory", "tape-search", "bm25")
 ANSWER_MODEL = "local"
 """The answering model whose cached answers are replayed (``eval qa --model local``)."""
 DISTRACTORS = 1000
@@ -75,17 +89,37 @@ def conditions_table(report: QAReport, title: str) -> Table:
     return table
 
 
-async def _run(distractors: int, quick: bool) -> QAReport:
+def _enough_for_accuracy(fixtures: list[Fixture]) -> list[Fixture]:
+    """The test fixtures, in id order, until they hold :data:`ACCURACY_QUESTIONS` questions."""
+    picked: list[Fixture] = []
+    for fixture in sorted((f for f in fixtures if "test" in f.tags), key=lambda f: f.id):
+        if sum(len(f.gold.questions) for f in picked) >= ACCURACY_QUESTIONS:
+            break
+        picked.append(fixture)
+    return picked
+
+
+async def _run(
+    distractors: int,
+    quick: bool,
+    *,
+    report: Path = MEMORY_REPORT,
+    run: str = MEMORY_RUN,
+    conditions: Sequence[str] = CONDITIONS,
+    for_accuracy: bool = False,
+) -> QAReport:
     fixtures = [f for f in load_fixtures(REPO / "evals" / "fixtures") if f.gold.questions]
-    ontology = PromptLibrary().load(MEMORY_RUN).ontology  # the one the memory was extracted with
-    memory, source = memory_from_report(MEMORY_REPORT, MEMORY_RUN, fixtures, ontology)
+    ontology = PromptLibrary().load(run).ontology  # the one the memory was extracted with
+    memory, source = memory_from_report(report, run, fixtures, ontology)
     fixtures = [f for f in fixtures if f.id in memory]  # the fixtures the extraction run covered
+    if for_accuracy:
+        fixtures = _enough_for_accuracy(fixtures)
     if quick:
         fixtures = fixtures[:4]
     options = QAOptions(
         ontology=ontology,
         budget=MemoryPolicy().budget,
-        conditions=CONDITIONS,
+        conditions=tuple(conditions),
         memory=memory,
         memory_source=source,
         answer_model_name=ANSWER_MODEL,
@@ -166,9 +200,44 @@ async def run(config: BenchConfig) -> Section:
             "questions have no cached answer (not scored)",
             kind="share",
         )
+    local = await _run(
+        0,
+        config.quick,
+        report=LOCAL_MEMORY_REPORT,
+        run=LOCAL_MEMORY_RUN,
+        conditions=ACCURACY_CONDITIONS,
+        for_accuracy=True,
+    )
+    for condition in ("memory", "tape-search", "bm25"):
+        accuracy = local.accuracy(condition)
+        interval = accuracy.interval()
+        section.row(
+            f"local class end to end ({LOCAL_MEMORY_RUN} memory, local answers): accuracy, {condition}",
+            _share(accuracy),
+            "95% interval within ±0.1",
+            None if interval is None else (interval[1] - interval[0]) / 2 < 0.1,
+            ("–" if interval is None else f"95% interval [{interval[0]:.3f}, {interval[1]:.3f}]; ")
+            + f"{len({i.fixture for i in local.items})} test fixtures; "
+            f"{local.unanswered(condition)} of {len(local.items)} questions have no cached answer",
+            kind="share",
+        )
+    point, text = _delta(local, "tape-search")
+    section.row(
+        "local class end to end: memory − tape-search, context recall",
+        text,
+        f"≥ +{GOAL_OVER_SEARCH:.2f}",
+        None if point is None else point >= GOAL_OVER_SEARCH,
+        f"memory {_share(local.recall('memory'))}, tape-search {_share(local.recall('tape-search'))}",
+        kind="share",
+    )
     section.tables += [
         conditions_table(plain, f"Conditions at {plain.budget} tokens ({len(plain.items)} questions)"),
         conditions_table(noisy, f"The same with {noisy.distractors:,} distractor entities in every memory"),
+        conditions_table(
+            local,
+            f"The local class end to end: memory from {LOCAL_MEMORY_RUN}, {len(local.items)} questions "
+            f"of {len({i.fixture for i in local.items})} test fixtures",
+        ),
     ]
-    section.notes.append(plain.memory_source)
+    section.notes += [plain.memory_source, local.memory_source]
     return section

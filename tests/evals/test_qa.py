@@ -19,7 +19,7 @@ from bub_semantic_memory.evals.contexts import (
 )
 from bub_semantic_memory.evals.dataset import Fixture, Gold, GoldEntity, GoldRelation, Question, load_fixtures
 from bub_semantic_memory.evals.qa import QAOptions, contains_answer, judge, run_qa
-from bub_semantic_memory.evals.qa_report import LONG, to_markdown
+from bub_semantic_memory.evals.qa_report import LONG, Rate, to_markdown
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from bub_semantic_memory.testing import FakeOpenAIServer, RecordedRequest, Reply, text_reply
@@ -352,3 +352,13 @@ async def test_a_replay_reads_cached_answers_opens_no_model_and_counts_what_is_m
     # 'none' was never answered: its two contexts are missing, not scored as wrong
     assert replayed.accuracy("none").n == 0 and replayed.unanswered() == 2
     assert "2 context(s) had no cached answer" in to_markdown(replayed)
+
+
+def test_an_accuracy_comes_with_its_wilson_interval() -> None:
+    # by hand: p = 20/57 = 0.3509, z^2/n = 0.0674; centre (p + z^2/2n) / (1 + z^2/n) = 0.3603,
+    # half-width z * sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n) = 0.1203
+    low, high = Rate(hits=20, n=57).interval() or (0.0, 0.0)
+    assert (round(low, 3), round(high, 3)) == (0.240, 0.481)
+    assert Rate(hits=0, n=0).interval() is None
+    every = Rate(hits=12, n=12).interval()
+    assert every is not None and every[1] == 1.0 and 0.7 < every[0] < 0.8  # not the normal's [1, 1]

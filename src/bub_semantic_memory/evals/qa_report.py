@@ -8,6 +8,7 @@ bootstrap 95% interval over questions (the same questions, resampled with replac
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ __all__ = ["NO_ENTITY", "QAItem", "QAOutcome", "QAReport", "Rate", "write_qa_rep
 
 _RESAMPLES = 2000
 _SEED = 20261203
+_Z95 = 1.959964  # the normal quantile of a two-sided 95% interval
 
 
 class QAOutcome(BaseModel):
@@ -62,6 +64,20 @@ class Rate(BaseModel):
     @property
     def value(self) -> float | None:
         return self.hits / self.n if self.n else None
+
+    def interval(self) -> tuple[float, float] | None:
+        """The share's 95% Wilson score interval (None when ``n`` is 0).
+
+        Wilson's rather than the normal approximation because it stays inside [0, 1] and keeps
+        its coverage at the small counts of a category; written out, as it is one formula.
+        """
+        if not self.n:
+            return None
+        z2 = _Z95 * _Z95
+        share = self.hits / self.n
+        centre = (share + z2 / (2 * self.n)) / (1 + z2 / self.n)
+        half = _Z95 * math.sqrt(share * (1 - share) / self.n + z2 / (4 * self.n**2)) / (1 + z2 / self.n)
+        return max(0.0, centre - half), min(1.0, centre + half)
 
 
 class QAReport(BaseModel):
