@@ -39,7 +39,7 @@ def packaged_traits(name: str) -> BackendTraits:
 
 
 PINNED = "extract@9"
-"""The version the bounds are compared with (none is promoted for hosted models in the bundled prompts)."""
+"""The version the bounds are compared with, named so that every class runs the same one."""
 
 
 class Posing(OpenAIBackend):

@@ -56,6 +56,6 @@ def use_fake_extractor(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_API_KEY", "extractor-key")
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_RETRY_COOLDOWN", "0")
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_EVERY_TURNS", "1")
-    # No version is promoted for hosted models in the bundled prompts, and the fake endpoint is
-    # one: name the version these tests were written against.
+    # The fake endpoint is a hosted model, whose promoted version changes with the gate: name the
+    # version these tests were written against.
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PROMPT", "extract@9")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from bub_semantic_memory.extraction import PromptLibrary
+from bub_semantic_memory.stores._store import SNAPSHOT_EVENT
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest, Reply, text_reply
 from tests.helpers.injection import injected_memory
 from tests.plugin.conftest import MAYA
@@ -32,8 +35,7 @@ def test_bub_run_twice_remembers_the_first_turn_in_the_second_request(tmp_path: 
             "BUB_MODEL": f"openai:{server.model_ids[0]}",
             "BUB_API_BASE": server.base_url,  # the plugin reuses bub's model settings by default
             "BUB_API_KEY": "test-key",
-            # no version is promoted for hosted models yet: a hosted model runs the one named
-            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",
+            # no prompt named: a new user's hosted model runs the version promoted for hosted models
         }
 
         def bub_run(message: str) -> None:
@@ -59,6 +61,11 @@ def test_bub_run_twice_remembers_the_first_turn_in_the_second_request(tmp_path: 
         assert "Maya Lin lives in Lisbon" in injected_memory(second.messages)
     sidecars = list((tmp_path / "bub-home" / "tapes").glob("*__sidecar__semantic_memory.jsonl"))
     assert len(sidecars) == 1
+    hosted = PromptLibrary().manifest().promoted["extract"]["hosted"]
+    entries = [json.loads(line) for line in sidecars[0].read_text(encoding="utf-8").splitlines()]
+    events = [e["payload"] for e in entries if e["kind"] == "event"]
+    versions = {p["data"]["prompt"]["version"] for p in events if p["name"] == SNAPSHOT_EVENT}
+    assert versions == {hosted.version}  # and the second turn's memory above came from it
 
 
 def agent_uses_memory_search(request: RecordedRequest) -> Reply:
@@ -84,7 +91,7 @@ def test_the_agent_searches_its_memory_with_a_tool_in_a_real_bub_run(tmp_path: P
             "BUB_MODEL": f"openai:{server.model_ids[0]}",
             "BUB_API_BASE": server.base_url,
             "BUB_API_KEY": "test-key",
-            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",  # none is promoted for hosted models yet
+            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",  # the version the plugin tests' oracle answers
         }
         for message in ("Hi, I'm Maya Lin and I live in Lisbon.", "Where do I live?"):
             subprocess.run(
