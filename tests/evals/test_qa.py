@@ -19,7 +19,7 @@ from bub_semantic_memory.evals.contexts import (
 )
 from bub_semantic_memory.evals.dataset import Fixture, Gold, GoldEntity, GoldRelation, Question, load_fixtures
 from bub_semantic_memory.evals.qa import QAOptions, contains_answer, judge, run_qa
-from bub_semantic_memory.evals.qa_report import LONG, Rate, to_markdown
+from bub_semantic_memory.evals.qa_report import LONG, Rate, _pct_with_interval, to_markdown
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from bub_semantic_memory.testing import FakeOpenAIServer, RecordedRequest, Reply, text_reply
@@ -359,6 +359,7 @@ def test_an_accuracy_comes_with_its_wilson_interval() -> None:
     # half-width z * sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n) = 0.1203
     low, high = Rate(hits=20, n=57).interval() or (0.0, 0.0)
     assert (round(low, 3), round(high, 3)) == (0.240, 0.481)
+    assert _pct_with_interval(Rate(hits=20, n=57)) == "0.351 (20/57) [0.240, 0.481]"  # the reports' cell
     assert Rate(hits=0, n=0).interval() is None
     every = Rate(hits=12, n=12).interval()
     assert every is not None and every[1] == 1.0 and 0.7 < every[0] < 0.8  # not the normal's [1, 1]

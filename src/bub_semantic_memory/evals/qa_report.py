@@ -184,6 +184,12 @@ def _pct(rate: Rate) -> str:
     return "–" if value is None else f"{value:.3f} ({rate.hits}/{rate.n})"
 
 
+def _pct_with_interval(rate: Rate) -> str:
+    """A share, its count and its 95% interval: ``0.375 (39/104) [0.289, 0.469]``."""
+    interval = rate.interval()
+    return _pct(rate) + ("" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]")
+
+
 def _delta_text(delta: tuple[float, tuple[float, float]] | None) -> str:
     if delta is None:
         return "–"
@@ -242,7 +248,7 @@ def conditions_table(report: QAReport) -> tuple[list[str], list[list[str]]]:
     kinds = _row_kinds(report)
     header = ["condition", "context recall", *(f"recall: {c}" for c in kinds), "tokens / question"]
     if report.answer_model:
-        header += ["answer accuracy", "unanswerable: answered unknown"]
+        header += ["answer accuracy [95% interval]", "unanswerable: answered unknown"]
     table = []
     for condition in report.conditions:
         row = [condition, _pct(report.recall(condition))]
@@ -253,7 +259,10 @@ def conditions_table(report: QAReport) -> tuple[list[str], list[list[str]]]:
             tokens += f" (fits the model: {fits.hits} of {fits.n})"
         row.append(tokens)
         if report.answer_model:
-            row += [_pct(report.accuracy(condition)), _pct(report.accuracy(condition, "unanswerable"))]
+            row += [
+                _pct_with_interval(report.accuracy(condition)),
+                _pct(report.accuracy(condition, "unanswerable")),
+            ]
         table.append(row)
     return header, table
 
