@@ -28,10 +28,10 @@ from bub_semantic_memory.evals.qa import QAOptions, memory_from_report, run_qa
 from bub_semantic_memory.evals.qa_report import LONG, NO_ENTITY, QAReport, Rate
 from bub_semantic_memory.extraction import PromptLibrary
 
-MEMORY_REPORT = REPO / "evals" / "reports" / "hosted-test-extract2-vs-14" / "report.json"
+MEMORY_REPORT = REPO / "evals" / "reports" / "hosted-test-extract2-vs-16" / "report.json"
 """The committed extraction run whose snapshots are the memory: the hosted gate's, on the test split."""
-MEMORY_RUN = "extract@2"
-"""The gate's baseline on the hosted path; its candidate extract@14 (facts) was refused there."""
+MEMORY_RUN = "extract@16"
+"""The version the gate promoted for hosted models there."""
 LOCAL_MEMORY_REPORT = REPO / "evals" / "reports" / "qwen-all45-extract4-vs-9" / "report.json"
 """The committed run of the local class's promoted version on every fixture below 200 turns."""
 LOCAL_MEMORY_RUN = "extract@9"
@@ -138,8 +138,8 @@ async def run(config: BenchConfig) -> Section:
         method=(
             "`semantic-memory eval qa` over every fixture question at the plugin's budget "
             f"({MemoryPolicy().budget} tokens): memory is the note the plugin's own service renders from the "
-            f"snapshots of {MEMORY_RUN} on the hosted path (the embedded model served over HTTP, the gate's "
-            f"baseline; no version is promoted for hosted models) in `{MEMORY_REPORT.relative_to(REPO)}`. "
+            f"snapshots of {MEMORY_RUN} on the hosted path (the embedded model served over HTTP; the version "
+            f"the gate promoted for hosted models) in `{MEMORY_REPORT.relative_to(REPO)}`. "
             "Context recall: the answer or an accepted form in the context as whole words (no model). "
             f"Answer accuracy: the embedded model's answers (`--model {ANSWER_MODEL}`), replayed from "
             "`evals/qa-cache`, judged by a fixed rule. Only the fixtures the extraction run covered are "
