@@ -9,7 +9,6 @@ as one in every report (see :func:`~bub_semantic_memory.backends._specs.model_no
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 import typer
@@ -76,7 +75,9 @@ def serve(
         f"Serving {alias} on http://{host}:{port}/v1: extract with --model {alias} --base-url http://{host}:{port}/v1",
         markup=False,
     )
-    try:
-        raise typer.Exit(subprocess.call(command))
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # The server takes this process's place, so a signal that stops `serve` (Ctrl-C, or the
+    # SIGTERM of `kill` or a service manager) stops the server: a child process would be left
+    # running, holding the model's memory, the port and every core.
+    os.execv(sys.executable, command)
