@@ -36,7 +36,7 @@ LOCAL_MEMORY_REPORT = REPO / "evals" / "reports" / "qwen-all45-extract4-vs-9" / 
 """The committed run of the local class's promoted version on every fixture below 200 turns."""
 LOCAL_MEMORY_RUN = "extract@9"
 ACCURACY_QUESTIONS = 100
-"""Enough questions for a 95% interval of an accuracy narrower than ±0.1 (±0.098 at 0.5)."""
+"""Enough questions for a 95% interval of an accuracy narrower than ±0.1 (Wilson's: ±0.096 at 0.5)."""
 ACCURACY_CONDITIONS = ("none", "memory", "tape-search", "bm25")
 ANSWER_MODEL = "local"
 """The answering model whose cached answers are replayed (``eval qa --model local``)."""

@@ -91,7 +91,7 @@ def test_the_agent_searches_its_memory_with_a_tool_in_a_real_bub_run(tmp_path: P
             "BUB_MODEL": f"openai:{server.model_ids[0]}",
             "BUB_API_BASE": server.base_url,
             "BUB_API_KEY": "test-key",
-            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",  # the version the plugin tests' oracle answers
+            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",  # the version these tests were written against
         }
         for message in ("Hi, I'm Maya Lin and I live in Lisbon.", "Where do I live?"):
             subprocess.run(

@@ -35,7 +35,7 @@ async def test_bub_run_carries_memory_into_the_next_turn_on_every_store(
             "BUB_MODEL": f"openai:{server.model_ids[0]}",
             "BUB_API_BASE": server.base_url,
             "BUB_API_KEY": "test-key",
-            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",  # the version the plugin tests' oracle answers
+            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",  # the version these tests were written against
         }
 
         def run(*command: str) -> subprocess.CompletedProcess[str]:

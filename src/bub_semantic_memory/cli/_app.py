@@ -5,7 +5,8 @@
   invites ``--json true``); words are never split across lines, and a command list
   shows each command's whole first sentence.
 * Every failure, usage errors included, is one ``Error: ...`` line on stderr with a
-  non-zero exit: 2 for usage errors, 1 otherwise, 130 on Ctrl-C.
+  non-zero exit: 2 for usage errors, 1 otherwise, 130 on Ctrl-C (but `serve`, which becomes the
+  llama.cpp server, exits as the server does).
 * The default prompt is the promoted version everywhere, and ``--help`` names it.
 
 ``tests/test_cli_conventions.py`` checks each of these on every command.

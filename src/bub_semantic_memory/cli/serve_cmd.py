@@ -9,6 +9,7 @@ as one in every report (see :func:`~bub_semantic_memory.backends._specs.model_no
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 
 import typer
@@ -28,6 +29,9 @@ def serve(
     context: int = typer.Option(8192, "--context", min=512, help="Context size the model is opened with."),
 ) -> None:
     """Serve a local model over HTTP with llama.cpp's OpenAI-compatible server (until Ctrl-C).
+
+    The server replaces this command's process (on Windows it runs as a child), so stopping
+    serve stops the server, and serve exits with the server's exit code.
 
     Point extraction at it with --model NAME --base-url http://HOST:PORT/v1, NAME being the
     packaged model's name (the server says which). Needs the 'serve' extra.
@@ -75,9 +79,14 @@ def serve(
         f"Serving {alias} on http://{host}:{port}/v1: extract with --model {alias} --base-url http://{host}:{port}/v1",
         markup=False,
     )
+    if sys.platform == "win32":  # no exec there: os.execv starts a process and returns at once
+        try:
+            raise typer.Exit(subprocess.call(command))
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
     sys.stdout.flush()
     sys.stderr.flush()
     # The server takes this process's place, so a signal that stops `serve` (Ctrl-C, or the
     # SIGTERM of `kill` or a service manager) stops the server: a child process would be left
-    # running, holding the model's memory, the port and every core.
+    # running, holding the model's memory, the port and every core. Its exit code is serve's.
     os.execv(sys.executable, command)

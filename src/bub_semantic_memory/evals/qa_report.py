@@ -185,7 +185,7 @@ def _pct(rate: Rate) -> str:
 
 
 def _pct_with_interval(rate: Rate) -> str:
-    """A share, its count and its 95% interval: ``0.375 (39/104) [0.289, 0.469]``."""
+    """A share, its count and its 95% interval: ``0.375 (39/104) [0.288, 0.471]``."""
     interval = rate.interval()
     return _pct(rate) + ("" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]")
 

@@ -187,7 +187,9 @@ class MemoryIndex:
         if self._version == self.graph.version and self._lines_seen == len(self._lines):
             return 0
         self._lines_seen = len(self._lines)
+        version = self.graph.version  # before reading: a fold landing meanwhile is indexed next time
         wanted = dict(self._documents())
+        facts = {_fact_id(fact): fact for fact in self.graph.fact_views()}
         changed = 0
         with self._lock, self._db:
             for doc in [d for d in self._texts if d not in wanted]:
@@ -204,10 +206,10 @@ class MemoryIndex:
                 self._rowids[doc] = cursor.lastrowid
                 self._texts[doc] = text
                 changed += 1
-        self._version = self.graph.version
-        self._facts_by_id = {_fact_id(fact): fact for fact in self.graph.fact_views()}
-        if changed:
-            self._frequencies.clear()
+            if changed:
+                self._frequencies.clear()
+            self._facts_by_id = facts
+            self._version = version
         return changed
 
     def _documents(self) -> Iterable[tuple[str, str]]:
@@ -255,10 +257,12 @@ class MemoryIndex:
 
     def _frequency(self, term: str, cap: int) -> int:
         """How many documents hold ``term`` (counted up to ``cap + 1``; kept until the index changes)."""
-        if term not in self._frequencies:
+        count = self._frequencies.get(term)
+        if count is None:
             query = "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ? LIMIT ?)"
-            self._frequencies[term] = int(self._db.execute(query, (f'"{term}"', cap + 1)).fetchone()[0])
-        return self._frequencies[term]
+            count = int(self._db.execute(query, (f'"{term}"', cap + 1)).fetchone()[0])
+            self._frequencies[term] = count
+        return count
 
     def rank(self, question: str, *, limit: int = 20) -> Ranking:
         """The entities and facts ``question`` is about, best first (at most ``limit`` of each)."""
