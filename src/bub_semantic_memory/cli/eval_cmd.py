@@ -98,6 +98,12 @@ def run(
     prompts_dir: Path | None = opt.PROMPTS_DIR,
     synonyms: Path | None = SYNONYMS,
     label_map: Path | None = LABEL_MAP,
+    cadence: str = typer.Option(
+        "tape",
+        "--cadence",
+        help="tape: each tape whole, in windows of chunk_tokens; plugin: replayed turn by turn and "
+        "extracted when the plugin would (every 6th user turn, 1,200 new tokens or a handoff).",
+    ),
 ) -> None:
     """Run prompt versions over the fixtures: scores, a side-by-side table, report files.
 
@@ -110,6 +116,8 @@ def run(
 
     if replay and no_cache:
         fail("--replay and --no-cache exclude each other", code=2)
+    if cadence not in ("tape", "plugin"):
+        fail(f"--cadence must be tape or plugin, not {cadence!r}", code=2)
     config = opt.extractor_config(ctx.params)  # model, endpoint, mode, bounds and prompts_dir
     templates = [config.library().load(ref, model_class=model_class_of(model)) for ref in prompts]
     selected = opt.load_selected(fixtures, tags, ids)
@@ -123,6 +131,7 @@ def run(
         relation_synonyms=_synonyms(synonyms),
         label_map=labels,
         ontology=dataset_ontology,
+        cadence="plugin" if cadence == "plugin" else "tape",
     )
     if note := model_note(model):
         stderr.print(f"Model: {note}", markup=False)

@@ -23,12 +23,10 @@ each model class that is billed.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bub_semantic_memory._errors import EvalError
 from bub_semantic_memory._tokens import estimate_tokens
@@ -37,7 +35,7 @@ from bub_semantic_memory.evals.dataset import Fixture
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptTemplate
-from bub_semantic_memory.tape._transcript import Entry, render_transcript
+from bub_semantic_memory.tape._transcript import render_transcript
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
     OracleResponder,
@@ -163,12 +161,6 @@ def common_prefix_length(a: str, b: str) -> int:
     return low
 
 
-def _turn_ends(entries: Sequence[Entry]) -> list[int]:
-    """How many entries the tape holds when each turn is over (a turn ends before the next user message)."""
-    starts = [i for i, e in enumerate(entries) if e.kind == "message" and e.payload.get("role") == "user"]
-    return [*starts[1:], len(entries)] if starts else [len(entries)]
-
-
 async def measure_cost(
     prompt: PromptTemplate, session: Fixture, *, config: ExtractorConfig | None = None
 ) -> Cost:
@@ -185,10 +177,7 @@ async def measure_cost(
             replaced); when None, the defaults, built as the plugin builds its configuration
             (:meth:`ExtractorConfig.from_settings` with no setting given).
     """
-    from bub.store import InMemoryTapeStore
-    from bub.tape import TapeEntry
-
-    from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+    from bub_semantic_memory.evals.replay import replay_as_plugin
 
     entries = session.entries()
     oracle = SchemaFollowingOracle(OracleResponder.from_golds([session.gold]))
@@ -197,22 +186,13 @@ async def measure_cost(
         extractor = Extractor(
             config.replace(**probe) if config is not None else ExtractorConfig.from_settings({}, **probe)
         )
-        service = MemoryService(
-            ontology=lambda: prompt.ontology, extractor=lambda: extractor, policy=MemoryPolicy()
-        )
-        store: Any = InMemoryTapeStore()
-        tape = f"cost-{session.id}"
-        appended = 0
-        for end in _turn_ends(entries):
-            for entry in entries[appended:end]:
-                store.append(tape, TapeEntry(entry.id, entry.kind, entry.payload, entry.meta, entry.date))
-            appended = end
-            service.schedule(tape, store)
-            await asyncio.gather(*service.running())
-        await service.drain(grace_s=600.0)
-        if service.stats["extraction_failures"]:
+        try:
+            replayed = await replay_as_plugin(entries, extractor, prompt.ontology, tape=f"cost-{session.id}")
+        finally:
+            await extractor.aclose()
+        if replayed.failures or replayed.uncovered_after is not None:
             raise EvalError(
-                f"the cost of {prompt} cannot be measured: {service.stats['extraction_failures']} "
+                f"the cost of {prompt} cannot be measured: {replayed.failures} "
                 "extraction(s) of the session failed (see the log)"
             )
         requests = [r for r in server.requests if r.tool_schema_name() is not None]

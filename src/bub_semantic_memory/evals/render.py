@@ -604,6 +604,9 @@ def _md_cached(result: FixtureResult) -> str:
 
 
 _RESCORED = "the same predictions, on the gold of the dataset below"
+_CADENCES = {
+    "plugin": "the plugin's: the tape replayed turn by turn, extracted as the plugin's service extracts it"
+}
 
 
 def to_markdown(report: Report) -> str:
@@ -630,6 +633,11 @@ def to_markdown(report: Report) -> str:
         *(
             f"- Model class of {_md_code(model)}: {model_class} (the promotion a bare prompt name means)"
             for model, model_class in report.model_classes().items()
+        ),
+        *(
+            f"- Cadence of {_md_code(run.label)}: {_CADENCES.get(run.cadence, run.cadence)}"
+            for run in report.runs
+            if run.cadence != "tape"
         ),
         "",
         "## Summary",

@@ -161,6 +161,8 @@ class PromptRun(BaseModel):
     """``local`` or ``hosted`` (how the model's requests are billed); None in reports made before."""
     model_note: str = ""
     """What the model is, when the harness knows (the packaged local smoke-test model)."""
+    cadence: str = "tape"
+    """``tape``: each tape whole, in windows of ``chunk_tokens``; ``plugin``: at the plugin's cadence."""
 
     @property
     def label(self) -> str:

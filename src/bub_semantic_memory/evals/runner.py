@@ -56,6 +56,7 @@ from bub_semantic_memory.tape._transcript import Entry, render_transcript
 __all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval"]
 
 type CachePolicy = Literal["use", "off", "replay"]
+type Cadence = Literal["tape", "plugin"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,10 @@ class RunOptions:
         backend: a ready backend to use instead of the one the model spec selects (tests).
         http_client: an ``httpx.AsyncClient`` for a hosted endpoint (tests, proxies).
         progress: show progress on the console.
+        cadence: ``tape`` sends each fixture's whole tape in windows of ``chunk_tokens`` (as
+            ``semantic-memory extract`` reads a finished tape); ``plugin`` replays it turn by
+            turn through the plugin's memory service, which extracts at its cadence (see
+            :mod:`.replay`): the windows an agent's memory is made of.
     """
 
     extractor: ExtractorConfig
@@ -87,6 +92,7 @@ class RunOptions:
     backend: ChatBackend | None = None
     http_client: Any = None
     progress: bool = True
+    cadence: Cadence = "tape"
 
     @property
     def model(self) -> str:
@@ -157,6 +163,11 @@ class _PromptRunner:
         extra: dict[str, Any] = {}
         if self.prompt.candidates:  # the names the schema offers: a change in the heuristic changes them
             extra["candidates_sha256"] = _sha256(json.dumps(candidate_names(transcript.lines)))
+        if self.options.cadence == "plugin":  # other windows, other answers
+            from bub_semantic_memory.agent._service import MemoryPolicy
+
+            policy = MemoryPolicy()
+            extra["cadence"] = {"every_turns": policy.every_turns, "min_new_tokens": policy.min_new_tokens}
         return cache_key(
             **substituted,
             **extra,
@@ -179,6 +190,8 @@ class _PromptRunner:
         if self.options.cache == "replay":
             miss = ReplayMissError(f"no cached extraction of {fixture.id} for {self.prompt} ({key[:12]})")
             return _Outcome(snapshots=[], error=miss)
+        if self.options.cadence == "plugin":
+            return await self._extract_at_plugin_cadence(fixture, entries, key, fields)
         snapshots: list[Snapshot] = []
         try:
             async for snapshot in self.extractor.iter_extract(entries, tape=fixture.id):
@@ -192,6 +205,25 @@ class _PromptRunner:
         if self.options.cache == "use":
             self.cache.put(key, fields, snapshots)
         return _Outcome(snapshots=snapshots, requests_made=sum(s.usage.requests for s in snapshots))
+
+    async def _extract_at_plugin_cadence(
+        self, fixture: Fixture, entries: list[Entry], key: str, fields: dict[str, Any]
+    ) -> _Outcome:
+        """The fixture's tape replayed through the plugin's service; entries it never extracted fail it."""
+        from bub_semantic_memory.evals.replay import replay_as_plugin
+
+        replayed = await replay_as_plugin(entries, self.extractor, self.prompt.ontology, tape=fixture.id)
+        made = sum(s.usage.requests for s in replayed.snapshots)
+        if replayed.uncovered_after is not None:
+            error = ExtractionError(
+                f"the plugin's cadence left the entries after {replayed.uncovered_after} unextracted: "
+                f"{replayed.failures} extraction(s) failed (see the log)",
+                model=self.extractor.config.model,
+            )
+            return _Outcome(snapshots=replayed.snapshots, error=error, requests_made=made)
+        if self.options.cache == "use":
+            self.cache.put(key, fields, replayed.snapshots)
+        return _Outcome(snapshots=replayed.snapshots, requests_made=made)
 
     def result(
         self, fixture: Fixture, outcome: _Outcome, config: ScoringConfig
@@ -295,4 +327,5 @@ async def _run_prompt(
         ),
         fixtures=[r for r, _ in scored],
         model_note=model_note(options.model),
+        cadence=options.cadence,
     )

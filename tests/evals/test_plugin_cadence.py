@@ -1,0 +1,126 @@
+"""`eval run --cadence plugin`: a tape replayed turn by turn, extracted when the plugin would extract it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bub_semantic_memory.evals.dataset import Fixture, load_fixtures
+from bub_semantic_memory.evals.render import to_markdown
+from bub_semantic_memory.evals.runner import RunOptions, run_eval
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.testing import (
+    FakeOpenAIServer,
+    OracleResponder,
+    RecordedRequest,
+    Reply,
+    status_reply,
+)
+from tests.evals.test_runner import FAST
+
+PEOPLE = ["Ana Lima", "Bruno Costa", "Carla Dias", "Davi Rocha", "Elisa Melo", "Fabio Nunes", "Gina Pires"]
+TURNS = 14  # the plugin extracts after the 6th and 12th user turn, and the last 2 at shutdown
+
+
+def _tape(turns: int) -> list[dict[str, object]]:
+    entries: list[dict[str, object]] = [
+        {"id": 1, "kind": "anchor", "payload": {"name": "session/start", "state": {}}, "meta": {}}
+    ]
+    for turn in range(turns):
+        person = PEOPLE[turn % len(PEOPLE)]
+        for role, content in (("user", f"I had lunch with {person} today."), ("assistant", "Nice!")):
+            entries.append(
+                {
+                    "id": len(entries) + 1,
+                    "kind": "message",
+                    "payload": {"role": role, "content": content},
+                    "meta": {},
+                    "date": f"2026-01-05T09:{len(entries):02d}:00+00:00",
+                }
+            )
+    return entries
+
+
+@pytest.fixture
+def lunch_fixture(tmp_path: Path) -> Fixture:
+    directory = tmp_path / "fixtures" / "lunches"
+    directory.mkdir(parents=True)
+    directory.joinpath("tape.jsonl").write_text("\n".join(json.dumps(e) for e in _tape(TURNS)) + "\n")
+    gold = {
+        "id": "lunches",
+        "description": "Lunch with seven people, one each turn.",
+        "tags": ["test"],
+        "entities": [{"name": name, "type": "person"} for name in PEOPLE],
+        "relations": [],
+    }
+    directory.joinpath("gold.json").write_text(json.dumps(gold))
+    return load_fixtures(tmp_path / "fixtures")[0]
+
+
+def _options(server: FakeOpenAIServer, tmp_path: Path, cadence: str) -> RunOptions:
+    config = ExtractorConfig(model="oracle", base_url=server.base_url, api_key="k", retry=FAST)
+    return RunOptions(
+        extractor=config, cache_dir=tmp_path / "cache", progress=False, cadence=cadence  # type: ignore[arg-type]
+    )
+
+
+def _user_message_ids(fixture: Fixture) -> list[int]:
+    return [e.id for e in fixture.entries() if e.kind == "message" and e.payload.get("role") == "user"]
+
+
+async def test_the_plugin_cadence_extracts_every_sixth_turn_and_the_rest_at_shutdown(
+    lunch_fixture: Fixture, tmp_path: Path
+) -> None:
+    prompt = PromptLibrary().load("extract@2")
+    with FakeOpenAIServer(responder=OracleResponder.from_golds([lunch_fixture.gold])) as server:
+        whole = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "tape"))
+        sent_whole = len(server.requests)
+        replayed = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+        sent_replayed = len(server.requests) - sent_whole
+
+    assert sent_whole == 1 and sent_replayed == 3
+    run = replayed.runs[0]
+    result = run.fixtures[0]
+    assert result.ok and not result.cached and run.cadence == "plugin"
+    users = _user_message_ids(lunch_fixture)
+    last = max(e.id for e in lunch_fixture.entries())
+    ranges = [(s.first_entry_id, s.last_entry_id) for s in result.snapshots]
+    # Each turn ends where the next user message starts: after turns 6 and 12, then the rest.
+    assert ranges == [(1, users[6] - 1), (users[6], users[12] - 1), (users[12], last)]
+    assert run.metrics.entities.recall == whole.runs[0].metrics.entities.recall == 1.0
+    assert "Cadence of `extract@2 (oracle)`: the plugin's" in to_markdown(replayed)
+    assert "Cadence of" not in to_markdown(whole)
+
+
+async def test_a_replayed_tape_is_cached_apart_from_the_whole_tape(lunch_fixture: Fixture, tmp_path: Path) -> None:
+    prompt = PromptLibrary().load("extract@2")
+    with FakeOpenAIServer(responder=OracleResponder.from_golds([lunch_fixture.gold])) as server:
+        await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+        sent = len(server.requests)
+        again = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+        assert len(server.requests) == sent and again.runs[0].metrics.cached_fixtures == 1
+        whole = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "tape"))
+        assert whole.runs[0].metrics.cached_fixtures == 0 and len(server.requests) == sent + 1
+
+
+async def test_a_tape_the_plugin_cannot_finish_fails_its_fixture_with_what_was_extracted(
+    lunch_fixture: Fixture, tmp_path: Path
+) -> None:
+    prompt = PromptLibrary().load("extract@2")
+    users = _user_message_ids(lunch_fixture)
+    oracle = OracleResponder.from_golds([lunch_fixture.gold])
+
+    def fails_after_the_first_window(request: RecordedRequest) -> Reply:
+        if "Gina Pires" in (request.transcript() or ""):  # turn 7 on: every window after the first
+            return status_reply(400)
+        return oracle(request)
+
+    with FakeOpenAIServer(responder=fails_after_the_first_window) as server:
+        report = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+    result = report.runs[0].fixtures[0]
+    assert not result.ok and "unextracted" in (result.error or "")
+    assert [(s.first_entry_id, s.last_entry_id) for s in result.snapshots] == [(1, users[6] - 1)]
+    assert report.runs[0].metrics.entities.recall == pytest.approx(6 / 7)
