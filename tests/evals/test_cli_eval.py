@@ -486,3 +486,17 @@ def test_rescore_refuses_a_report_whose_fixtures_are_gone(tmp_path: Path) -> Non
     assert out.exit_code == 1 and out.stderr.startswith(
         "Error: the report holds fixtures the fixture directory"
     )
+
+
+def test_eval_run_replays_at_the_plugins_cadence_and_refuses_an_unknown_one(tmp_path: Path) -> None:
+    with FakeOpenAIServer(responder=OracleResponder.from_golds(f.gold for f in QUICK)) as server:
+        base = ["eval", "run", "--fixtures", str(FIXTURES), "--fixture", QUICK[0].id, "--prompt", "extract@2"]
+        endpoint = ["--model", "oracle", "--base-url", server.base_url, "--api-key", "k"]
+        files = ["--out", str(tmp_path / "out"), "--cache-dir", str(tmp_path / "cache")]
+        unknown = runner.invoke(app, [*base, *endpoint, *files, "--cadence", "weekly"])
+        assert unknown.exit_code == 2 and "--cadence must be tape or plugin" in unknown.output
+        assert server.requests == []
+        replayed = runner.invoke(app, [*base, *endpoint, *files, "--cadence", "plugin"])
+    assert replayed.exit_code == 0, replayed.output
+    assert load_report(tmp_path / "out" / "report.json").runs[0].cadence == "plugin"
+    assert "Cadence of `extract@2 (oracle)`" in (tmp_path / "out" / "report.md").read_text()
