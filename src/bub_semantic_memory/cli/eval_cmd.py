@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import typer
 
@@ -112,7 +112,7 @@ def run(
     non-entities) is reported before the run starts.
     """
     from bub_semantic_memory.backends._specs import model_class_of, model_note
-    from bub_semantic_memory.evals.runner import RunOptions, run_eval
+    from bub_semantic_memory.evals.runner import Cadence, RunOptions, run_eval
 
     if replay and no_cache:
         fail("--replay and --no-cache exclude each other", code=2)
@@ -131,7 +131,7 @@ def run(
         relation_synonyms=_synonyms(synonyms),
         label_map=labels,
         ontology=dataset_ontology,
-        cadence="plugin" if cadence == "plugin" else "tape",
+        cadence=cast("Cadence", cadence),  # checked above
     )
     if note := model_note(model):
         stderr.print(f"Model: {note}", markup=False)

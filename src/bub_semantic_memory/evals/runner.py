@@ -53,7 +53,7 @@ from bub_semantic_memory.extraction._prompts import PromptTemplate
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
 
-__all__ = ["CachePolicy", "RunOptions", "prediction_from_snapshots", "run_eval"]
+__all__ = ["CachePolicy", "Cadence", "RunOptions", "prediction_from_snapshots", "run_eval"]
 
 type CachePolicy = Literal["use", "off", "replay"]
 type Cadence = Literal["tape", "plugin"]
