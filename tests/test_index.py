@@ -291,3 +291,82 @@ def test_memory_search_prints_ranked_facts_and_their_json(tmp_path: Path) -> Non
     assert empty.exit_code == 1 and empty.stderr.startswith(
         "Error: none: the memory of this conversation is empty"
     )
+
+
+# -- the tape's own lines, beside the facts ----------------------------------------------------
+
+PLUMBER = "[11] user: The plumber comes on Thursday at 9, the landlord pays for it."
+
+
+def test_a_note_carries_the_tape_line_that_answers_what_no_fact_holds() -> None:
+    graph, lines = memory_with_distractors(1000)
+    index = MemoryIndex(graph)
+    index.refresh({**lines, 11: PLUMBER})
+    question = "When is the plumber coming?"  # no entity, no fact: only the tape says it
+    [best, *_] = index.passages(question)
+    assert (best.entry_id, best.text) == (11, PLUMBER)
+    block = render_memory(
+        graph,
+        query=question,
+        budget=800,
+        ranking=index.rank(question),
+        passages=[best.text],
+        passage_budget=200,
+    )
+    assert f"  > {PLUMBER}" in block.text and block.passages == 1 and block.tokens <= 800
+    assert block.text.index("Thursday at 9") > block.text.index("- ")  # after the facts
+    assert (
+        "Thursday" not in render_memory(graph, query=question, budget=800, ranking=index.rank(question)).text
+    )
+
+
+def test_new_lines_are_indexed_as_they_come_and_a_changed_line_replaces_its_old_text() -> None:
+    index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t"))
+    index.refresh(LINES)
+    assert index.passages("plumber Thursday") == ()
+    index.refresh({11: PLUMBER})
+    assert [p.entry_id for p in index.passages("plumber Thursday")] == [11]
+    assert index.line_count == len(LINES) + 1
+    index.refresh({11: "[11] user: The plumber comes on [redacted]."})
+    assert index.passages("Thursday") == ()
+    assert [p.text for p in index.passages("plumber")] == ["[11] user: The plumber comes on [redacted]."]
+
+
+def test_a_line_that_names_a_forgotten_entity_is_not_shown_unless_said_after_the_forget() -> None:
+    from bub_semantic_memory.memory._editing import forget_entity
+
+    before = MemoryGraph.fold(FACTS, ONTOLOGY, tape="t")
+    forgotten = forget_entity(before, LENA.key, at=7, by="test")
+    index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t", edits=[forgotten]))
+    said_again = "[12] user: Lena called again about Porto."
+    index.refresh({**LINES, 12: said_again})
+    found = [p.entry_id for p in index.passages("Where did Lena move? Porto")]
+    assert 12 in found and 4 not in found  # line 4 said it before the forget, line 12 after
+    unforgotten = MemoryIndex(before)
+    unforgotten.refresh(LINES)
+    assert 4 in [p.entry_id for p in unforgotten.passages("Where did Lena move? Porto")]
+
+
+async def test_the_plugins_note_for_a_question_that_names_nothing_quotes_the_tape(tmp_path: Path) -> None:
+    from bub.store import FileTapeStore
+    from bub.tape import TapeEntry
+
+    from bub_semantic_memory.stores._store import SnapshotStore
+
+    store = FileTapeStore(tmp_path / "tapes")
+    for entry_id in range(1, 12):
+        text = {4: "My sister Lena just moved to Porto.", 11: "The plumber comes on Thursday at 9."}.get(
+            entry_id, f"Message {entry_id}."
+        )
+        store.append("t", TapeEntry(entry_id, "message", {"role": "user", "content": text}, {}, ""))
+    for item in FACTS:
+        await SnapshotStore(store).append(item)
+    default = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None, policy=MemoryPolicy())
+    await default.load("t", store)
+    assert "Thursday at 9" in default.block("t", "When is the plumber coming?")
+    facts_only = MemoryService(
+        ontology=lambda: ONTOLOGY, extractor=lambda: None, policy=MemoryPolicy(passage_share=0.0)
+    )
+    await facts_only.load("t", store)
+    assert "Thursday" not in facts_only.block("t", "When is the plumber coming?")
+    assert "Lena" in facts_only.block("t", "When is the plumber coming?")  # the facts are still there

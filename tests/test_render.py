@@ -108,3 +108,58 @@ def test_a_fact_stated_from_both_ends_of_an_inverse_pair_is_rendered_once(ontolo
         "- T-12 (task)",
         "</memory>",
     ]
+
+
+def test_passages_take_at_most_their_share_and_leave_the_rest_to_the_facts(ontology: Ontology) -> None:
+    rng = random.Random(3)
+    people = [Entity.create(f"Person {i}", "person", evidence=[i]) for i in range(300)]
+    crowded = MemoryGraph.fold([make_snapshot(people, [], first=1, last=300)], ontology)
+    said = [
+        f"[{i}] user: line {i} " + " ".join(rng.choice(["tea", "rain", "bus"]) for _ in range(20))
+        for i in range(40)
+    ]
+    facts_only = render_memory(crowded, query="tea", budget=400)
+    for share in (50, 100, 200):
+        block = render_memory(crowded, query="tea", budget=400, passages=said, passage_budget=share)
+        passage_lines = block.text.split("match the latest message best:\n")[1].splitlines()[:-1]
+        assert 0 < block.passages == len(passage_lines) and block.tokens <= 400
+        assert sum(estimate_tokens(line) + 1 for line in passage_lines) <= share
+        assert block.entities < facts_only.entities  # the facts gave up what the lines took
+    nothing_matched = render_memory(crowded, query="tea", budget=400, passages=[], passage_budget=200)
+    assert nothing_matched.text == facts_only.text  # an unused share goes back to the facts
+
+
+def test_a_line_already_quoted_as_a_passage_is_not_quoted_again_under_its_fact(ontology: Ontology) -> None:
+    from bub_semantic_memory.memory._index import MemoryIndex
+
+    memory = graph(ontology)
+    index = MemoryIndex(memory)
+    said = "[3] user: Alice Chen moved to Berlin in March."
+    index.refresh({3: said, 8: "[8] user: Alice moved on to Lisbon."})
+    ranking = index.rank("Where did Alice move to Berlin?")
+    quoted = render_memory(memory, query="Where did Alice move to Berlin?", budget=800, ranking=ranking)
+    assert f"    > {said}" in quoted.text
+    both = render_memory(
+        memory,
+        query="Where did Alice move to Berlin?",
+        budget=800,
+        ranking=ranking,
+        passages=[said],
+        passage_budget=200,
+    )
+    assert both.text.count(said) == 1 and f"  > {said}" in both.text
+
+
+def test_a_passage_the_agent_was_shown_is_left_out(ontology: Ontology) -> None:
+    said = "[3] user: Alice Chen moved to Berlin in March."
+    block = render_memory(graph(ontology), query="Berlin", budget=800, passages=[said], passage_budget=200)
+    assert block.passages == 1
+    note = render_memory(
+        graph(ontology),
+        query="Berlin",
+        budget=800,
+        passages=[said],
+        passage_budget=200,
+        shown={f"  > {said}"},
+    )
+    assert note.passages == 0 and said not in note.text

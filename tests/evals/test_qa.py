@@ -252,7 +252,9 @@ def test_the_committed_fixtures_questions_are_scored_without_a_model() -> None:
     ]
     assert len(held) >= 20
     assert all(item.outcome("gold-memory").contains for item in held), [  # type: ignore[union-attr]
-        item.question for item in held if not item.outcome("gold-memory").contains  # type: ignore[union-attr]
+        item.question
+        for item in held
+        if not item.outcome("gold-memory").contains  # type: ignore[union-attr]
     ]
     gold_recall = report.recall("gold-memory")
     assert gold_recall.hits < gold_recall.n  # some answers are only in the tape's words
@@ -294,6 +296,7 @@ async def test_memory_without_facts_leaves_out_only_the_stated_facts(fixture: Fi
         ontology=ONTOLOGY,
         memory={fixture.id: [snapshot]},
         conditions=("memory", "memory-no-facts"),
+        passage_share=0.0,  # the tape's lines say it too: leave them out to see what the facts hold
     )
     report = await run_qa([fixture], options)
     where = next(item for item in report.items if item.category == "temporal")
@@ -301,6 +304,28 @@ async def test_memory_without_facts_leaves_out_only_the_stated_facts(fixture: Fi
     assert with_facts is not None and with_facts.contains is True
     assert without is not None and without.contains is False and without.tokens > 0  # Jonas is still there
     assert "memory-no-facts" in to_markdown(report)
+
+
+async def test_memory_without_lines_leaves_out_only_the_lines_of_the_tape(fixture: Fixture) -> None:
+    jonas = Entity.create("Jonas Weber", "person", aliases=["Jonas"])
+    snapshot = Snapshot(
+        tape=fixture.id,
+        first_entry_id=1,
+        last_entry_id=5,
+        prompt=PromptRef(name="extract", version=9, sha256="0" * 64),
+        model="m",
+        mode="tools",
+        entities=(jonas,),
+    )
+    options = QAOptions(
+        ontology=ONTOLOGY, memory={fixture.id: [snapshot]}, conditions=("memory", "memory-no-lines")
+    )
+    report = await run_qa([fixture], options)
+    where = next(item for item in report.items if item.category == "temporal")
+    with_lines, without = where.outcome("memory"), where.outcome("memory-no-lines")
+    assert with_lines is not None and with_lines.contains is True  # the line that says Lisbon
+    assert without is not None and without.contains is False and without.tokens > 0  # Jonas alone
+    assert "memory-no-lines" in to_markdown(report)
 
 
 def test_questions_about_long_tapes_are_their_own_row() -> None:
@@ -344,7 +369,8 @@ async def test_a_replay_reads_cached_answers_opens_no_model_and_counts_what_is_m
     with FakeOpenAIServer(responder=answering) as server:
         backend = OpenAIBackend(base_url=server.base_url, api_key="k")
         answered = await run_qa(
-            [fixture], QAOptions(**options, conditions=("bm25",), answer_model=backend)  # type: ignore[arg-type]
+            [fixture],
+            QAOptions(**options, conditions=("bm25",), answer_model=backend),  # type: ignore[arg-type]
         )
         await backend.aclose()
     replayed = await run_qa([fixture], QAOptions(**options, conditions=conditions, replay=True))  # type: ignore[arg-type]

@@ -72,6 +72,9 @@ class MemoryPolicy:
         max_concurrent: extractions running at once across tapes.
         retry_cooldown: seconds before a tape whose extraction failed is tried again.
         checkpoint_every: store a checkpoint after this many new snapshots (0: never).
+        passage_share: the share of ``budget`` kept for the transcript lines that match the
+            latest message best, shown after the facts (0: facts only). The facts get what the
+            lines leave unused.
     """
 
     budget: int = DEFAULT_BUDGET
@@ -80,6 +83,7 @@ class MemoryPolicy:
     max_concurrent: int = 2
     retry_cooldown: float = 30.0
     checkpoint_every: int = 200
+    passage_share: float = 0.25
 
 
 def _tape_was_reset(entries: Sequence[Any], watermark: int) -> bool:
@@ -115,7 +119,7 @@ class MemoryService:
         self._extractor_built = False
         self._graphs: dict[str, MemoryGraph] = {}
         self._since_checkpoint: dict[str, int] = {}
-        self._render_cache: dict[tuple[str, int, str], str] = {}
+        self._render_cache: dict[tuple[str, int, int, str], str] = {}
         self._running: dict[str, asyncio.Task[None]] = {}
         self._follow_up: set[str] = set()
         self._cooldown_until: dict[str, float] = {}
@@ -197,7 +201,15 @@ class MemoryService:
         if graph is None:
             return render_memory(MemoryGraph(self.ontology), query=query, budget=self.policy.budget)
         ranking = self.search(tape, query) if query else None
-        return render_memory(graph, query=query, budget=self.policy.budget, ranking=ranking)
+        passages, passage_budget = self._passages(tape, query)
+        return render_memory(
+            graph,
+            query=query,
+            budget=self.policy.budget,
+            ranking=ranking,
+            passages=passages,
+            passage_budget=passage_budget,
+        )
 
     def block(self, tape: str, query: str, *, shown: Collection[str] = (), named_only: bool = False) -> str:
         """The memory block for ``query`` from ``tape``'s loaded graph ("" when there is nothing).
@@ -217,6 +229,7 @@ class MemoryService:
         self, tape: str, graph: MemoryGraph, query: str, shown: Collection[str], named_only: bool
     ) -> str:
         ranking = self.search(tape, query) if query else None
+        passages, passage_budget = self._passages(tape, query)
         if shown or named_only:  # a note: rendered once per turn, never asked for twice
             block = render_memory(
                 graph,
@@ -225,17 +238,33 @@ class MemoryService:
                 shown=shown,
                 named_only=named_only,
                 ranking=ranking,
+                passages=passages,
+                passage_budget=passage_budget,
             )
             return block.text
-        key = (tape, graph.version, query)
+        index = self._indexes.get(tape)
+        key = (tape, graph.version, index.line_count if index is not None else 0, query)
         cached = self._render_cache.get(key)
         if cached is None:
             if len(self._render_cache) >= _RENDER_CACHE_SIZE:
                 self._render_cache.clear()
             cached = self._render_cache[key] = render_memory(
-                graph, query=query, budget=self.policy.budget, ranking=ranking
+                graph,
+                query=query,
+                budget=self.policy.budget,
+                ranking=ranking,
+                passages=passages,
+                passage_budget=passage_budget,
             ).text
         return cached
+
+    def _passages(self, tape: str, query: str) -> tuple[tuple[str, ...], int]:
+        """The transcript lines a block for ``query`` may show, and the budget they may take."""
+        budget = int(self.policy.budget * self.policy.passage_share)
+        index = self.index(tape)
+        if not query or budget <= 0 or index is None:
+            return (), 0
+        return tuple(p.text for p in index.passages(query)), budget
 
     def index(self, tape: str) -> MemoryIndex | None:
         """The retrieval index of ``tape``'s loaded graph (built on first use, then refreshed)."""

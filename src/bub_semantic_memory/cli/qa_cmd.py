@@ -56,6 +56,14 @@ def qa(
     distractors: int = typer.Option(
         0, "--distractors", min=0, help="Made-up entities planted in every memory beside the fixture's own."
     ),
+    passage_share: float | None = typer.Option(
+        None,
+        "--passage-share",
+        min=0.0,
+        max=1.0,
+        help="Share of the budget a memory block keeps for the transcript lines that match the "
+        "question best (default: the plugin's).",
+    ),
     cache_dir: Path = typer.Option(Path("evals/qa-cache"), "--cache-dir", help="Where answers are cached."),
     replay: bool = typer.Option(
         False,
@@ -73,7 +81,12 @@ def qa(
     answers, judged by a fixed rule. Answers are cached in --cache-dir.
     """
     from bub_semantic_memory.agent._service import MemoryPolicy
-    from bub_semantic_memory.evals.contexts import ALL_CONDITIONS, CONDITIONS, MEMORY_WITHOUT_FACTS
+    from bub_semantic_memory.evals.contexts import (
+        ALL_CONDITIONS,
+        CONDITIONS,
+        MEMORY_WITHOUT_FACTS,
+        MEMORY_WITHOUT_LINES,
+    )
     from bub_semantic_memory.evals.qa import QAOptions, memory_from_report, run_qa
     from bub_semantic_memory.evals.qa_report import rows, write_qa_report
     from bub_semantic_memory.extraction._prompts import PromptLibrary
@@ -82,7 +95,7 @@ def qa(
     unknown = [c for c in chosen if c not in ALL_CONDITIONS]
     if unknown:
         fail(f"unknown condition {', '.join(unknown)}; choose from: {', '.join(ALL_CONDITIONS)}", 2)
-    needs_memory = [c for c in chosen if c in ("memory", MEMORY_WITHOUT_FACTS)]
+    needs_memory = [c for c in chosen if c in ("memory", MEMORY_WITHOUT_FACTS, MEMORY_WITHOUT_LINES)]
     if needs_memory and memory is None:
         fail(
             f"the {needs_memory[0]} condition needs --memory REPORT.json (an eval report: its snapshots or "
@@ -123,6 +136,7 @@ def qa(
         replay=replay,
         concurrency=concurrency,
         distractors=distractors,
+        passage_share=passage_share,
     )
 
     async def go() -> object:

@@ -9,6 +9,8 @@ Every condition builds the context of one question over one tape, at the same to
   the block for the question, as the plugin's hooks do, with the plugin's policy;
 * ``memory-no-facts``: the same memory with its stated facts left out (only entities and typed
   relations, what the memory held before facts): opt-in, to measure what facts add;
+* ``memory-no-lines``: the same memory without the transcript lines a block shows after its
+  facts (the policy's ``passage_share`` at 0): opt-in, to measure what the lines add;
 * ``gold-memory``: the same, from the gold entities, relations and facts (extraction errors taken out);
 * ``tape-search``: bub's own ``tape.search`` as an agent calls it: one search per content word
   of the question (:func:`search_words`), through bub's tape store query with the tool's default
@@ -27,7 +29,7 @@ import re
 import sqlite3
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot, Usage
@@ -40,6 +42,7 @@ __all__ = [
     "ALL_CONDITIONS",
     "CONDITIONS",
     "MEMORY_WITHOUT_FACTS",
+    "MEMORY_WITHOUT_LINES",
     "Context",
     "bm25_context",
     "full_context",
@@ -55,8 +58,18 @@ CONDITIONS = ("none", "memory", "gold-memory", "tape-search", "bm25", "full")
 """The conditions a run builds by default, in report order."""
 
 MEMORY_WITHOUT_FACTS = "memory-no-facts"
-ALL_CONDITIONS = ("none", "memory", MEMORY_WITHOUT_FACTS, "gold-memory", "tape-search", "bm25", "full")
-"""Every condition, in report order (``memory-no-facts`` only when asked for)."""
+MEMORY_WITHOUT_LINES = "memory-no-lines"
+ALL_CONDITIONS = (
+    "none",
+    "memory",
+    MEMORY_WITHOUT_FACTS,
+    MEMORY_WITHOUT_LINES,
+    "gold-memory",
+    "tape-search",
+    "bm25",
+    "full",
+)
+"""Every condition, in report order (``memory-no-facts`` and ``memory-no-lines`` only when asked for)."""
 
 _TOKENIZER = "porter unicode61 remove_diacritics 2"  # English stems, accents folded
 _SEARCH_LIMIT = 20  # bub's tape.search default
@@ -194,10 +207,12 @@ async def memory_context(
     *,
     budget: int,
     entries: Sequence[Entry] = (),
+    passage_share: float | None = None,
 ) -> Context:
     """The block the plugin injects for ``question``: the tape and its snapshots in a tape store, loaded
     and rendered by the agent layer's :class:`~bub_semantic_memory.agent.MemoryService` with the
-    plugin's policy (the tape's lines are the evidence its facts quote)."""
+    plugin's policy (the tape's lines are the evidence its facts quote, and the lines a block
+    shows after the facts). ``passage_share`` replaces the policy's (None: the plugin's default)."""
     from bub.store import InMemoryTapeStore
     from bub.tape import TapeEntry
 
@@ -210,9 +225,10 @@ async def memory_context(
     sidecar = SnapshotStore(store)
     for snapshot in snapshots:
         await sidecar.append(snapshot.model_copy(update={"tape": tape}))
-    service = MemoryService(
-        ontology=lambda: ontology, extractor=lambda: None, policy=MemoryPolicy(budget=budget)
-    )
+    policy = MemoryPolicy(budget=budget)
+    if passage_share is not None:
+        policy = replace(policy, passage_share=passage_share)
+    service = MemoryService(ontology=lambda: ontology, extractor=lambda: None, policy=policy)
     await service.load(tape, store)
     return _context(condition, service.block(tape, question))
 

@@ -40,6 +40,7 @@ from bub_semantic_memory.evals.contexts import (
     ALL_CONDITIONS,
     CONDITIONS,
     MEMORY_WITHOUT_FACTS,
+    MEMORY_WITHOUT_LINES,
     Context,
     bm25_context,
     full_context,
@@ -103,6 +104,8 @@ class QAOptions:
             cached answers to read, and a context without a cached answer stays unanswered (counted
             in the report as missing).
         concurrency: questions answered at once.
+        passage_share: the share of the budget a memory block keeps for transcript lines (None:
+            the plugin's default; ``memory-no-lines`` always uses 0).
         distractors: made-up entities planted in every memory beside the fixture's own
             (:func:`~.distractors.make_memory`, more recent than the fixture's facts): a memory
             that lived for months, where the budget has to choose.
@@ -120,6 +123,7 @@ class QAOptions:
     replay: bool = False
     concurrency: int = 1
     distractors: int = 0
+    passage_share: float | None = None
 
 
 async def _contexts(fixture: Fixture, question: Question, options: QAOptions) -> list[Context]:
@@ -135,6 +139,11 @@ async def _contexts(fixture: Fixture, question: Question, options: QAOptions) ->
         elif condition == MEMORY_WITHOUT_FACTS:
             plain = [s.model_copy(update={"facts": ()}) for s in options.memory.get(fixture.id, ())]
             built.append(await _memory(options, MEMORY_WITHOUT_FACTS, fixture, plain, question))
+        elif condition == MEMORY_WITHOUT_LINES:
+            snapshots = options.memory.get(fixture.id, ())
+            built.append(
+                await _memory(options, MEMORY_WITHOUT_LINES, fixture, snapshots, question, lines=False)
+            )
         elif condition == "gold-memory":
             last = max((e.id for e in entries), default=1)
             gold, _ = snapshots_of(
@@ -158,7 +167,13 @@ async def _contexts(fixture: Fixture, question: Question, options: QAOptions) ->
 
 
 async def _memory(
-    options: QAOptions, condition: str, fixture: Fixture, snapshots: Sequence[Snapshot], question: Question
+    options: QAOptions,
+    condition: str,
+    fixture: Fixture,
+    snapshots: Sequence[Snapshot],
+    question: Question,
+    *,
+    lines: bool = True,
 ) -> Context:
     entries = fixture.entries()
     last = max((e.id for e in entries), default=0)
@@ -171,6 +186,7 @@ async def _memory(
         question.question,
         budget=options.budget,
         entries=[*entries, *_gap_filled(last, said)],
+        passage_share=options.passage_share if lines else 0.0,
     )
 
 

@@ -136,6 +136,24 @@ class EditBook:
         elif edit.op == "end" and edit.relation is not None and edit.until is not None:
             self._ends[edit.relation] = (edit.until, edit.at)
 
+    def hides_line(self, entry_id: int, text: str) -> bool:
+        """Whether a transcript line may not be shown as memory: it was said at or before a forget
+        and names the forgotten entity, or holds most of the words of a forgotten fact.
+
+        A note quotes the tape's lines beside the facts; a forgotten entity must not come back
+        through them. A line said after the forget is shown, as its facts would be kept.
+        """
+        forgets = [f for f in self._forgets if entry_id <= f.at]
+        if not forgets:
+            return False
+        if any(not f.match.isdisjoint(mention_digests(text)) for f in forgets):
+            return True
+        worded = [f for f in forgets if f.words]
+        if not worded:
+            return False
+        said = fact_digests(text)
+        return any(len(said & f.words) >= SAME_FACT * len(f.words) for f in worded)
+
     # -- what survives of a snapshot ------------------------------------------------------------
 
     def _forgotten_at(self, digests: Set[str]) -> int | None:

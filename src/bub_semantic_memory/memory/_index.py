@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from bub_semantic_memory.memory._graph import EntityView, FactView, MemoryGraph, RelationView
 
-__all__ = ["Finding", "MemoryIndex", "Ranking", "asks_about_the_past", "fact_sentence"]
+__all__ = ["Finding", "MemoryIndex", "Passage", "Ranking", "asks_about_the_past", "fact_sentence"]
 
 RRF_K = 60
 """The reciprocal-rank constant: rank 1 adds 1/61, rank 10 adds 1/70."""
@@ -135,6 +135,19 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Passage:
+    """A transcript line that matches a question, as :meth:`MemoryIndex.passages` returns it.
+
+    Attributes:
+        entry_id: the tape entry the line renders.
+        text: the line (``user: ...``, ``tool result ...``), as the transcript renders it.
+    """
+
+    entry_id: int
+    text: str
+
+
+@dataclass(frozen=True)
 class Ranking:
     """What a question is about, best first: entity keys, and findings (relations and facts)."""
 
@@ -155,6 +168,8 @@ class MemoryIndex:
         self._db.execute(
             f"CREATE VIRTUAL TABLE docs USING fts5(doc UNINDEXED, text, tokenize={_TOKENIZER!r})"
         )
+        # the transcript's lines, one row each, the entry id as rowid (BM25 ties go to the older line)
+        self._db.execute(f"CREATE VIRTUAL TABLE lines USING fts5(text, tokenize={_TOKENIZER!r})")
         self._lock = threading.Lock()
         self._texts: dict[str, str] = {}  # doc id -> indexed text
         self._rowids: dict[str, int] = {}
@@ -162,11 +177,16 @@ class MemoryIndex:
         self._lines: dict[int, str] = {}  # entry id -> transcript line, for evidence text
         self._dates: dict[int, str] = {}  # entry id -> its date
         self._lines_seen = 0
-        self._frequencies: dict[str, int] = {}  # word -> documents holding it, until the next change
+        self._frequencies: dict[tuple[str, str], int] = {}  # (table, word) -> rows holding it, until a change
         self._facts_by_id: dict[str, FactView] = {}  # doc id -> stated fact, as of the last refresh
 
     def __len__(self) -> int:
         return len(self._texts)
+
+    @property
+    def line_count(self) -> int:
+        """How many transcript lines the index holds."""
+        return len(self._lines)
 
     def refresh(self, lines: Mapping[int, str] | None = None, dates: Mapping[int, str] | None = None) -> int:
         """Bring the index up to the graph: rewrite the documents whose text changed.
@@ -183,7 +203,9 @@ class MemoryIndex:
         if dates:
             self._dates.update(dates)
         if lines:
-            self._lines.update(lines)
+            self._index_lines(
+                {entry: text for entry, text in lines.items() if self._lines.get(entry) != text}
+            )
         if self._version == self.graph.version and self._lines_seen == len(self._lines):
             return 0
         self._lines_seen = len(self._lines)
@@ -207,10 +229,22 @@ class MemoryIndex:
                 self._texts[doc] = text
                 changed += 1
             if changed:
-                self._frequencies.clear()
+                self._frequencies = {k: v for k, v in self._frequencies.items() if k[0] != "docs"}
             self._facts_by_id = facts
             self._version = version
         return changed
+
+    def _index_lines(self, lines: Mapping[int, str]) -> None:
+        """Add new transcript lines to the line table (and rewrite those whose text changed)."""
+        if not lines:
+            return
+        with self._lock, self._db:
+            self._db.executemany(
+                "DELETE FROM lines WHERE rowid = ?", ((e,) for e in lines if e in self._lines)
+            )
+            self._db.executemany("INSERT INTO lines(rowid, text) VALUES (?, ?)", sorted(lines.items()))
+            self._lines.update(lines)
+            self._frequencies = {k: v for k, v in self._frequencies.items() if k[0] != "lines"}
 
     def _documents(self) -> Iterable[tuple[str, str]]:
         graph = self.graph
@@ -239,30 +273,55 @@ class MemoryIndex:
         return tuple(self._lines[entry][:_EVIDENCE_CHARS] for entry in picked)
 
     def _bm25(self, question: str) -> list[str]:
-        terms = [
-            t for t in dict.fromkeys(re.findall(r"\w+", question.casefold())) if t.isdigit() or len(t) > 1
-        ]
         with self._lock:
             # A word in a quarter of the memory ("person", "project", "the") tells nothing apart:
             # it only adds hits the question is not about.
             common = max(_COMMON_MIN, min(len(self._texts) // 4, _COMMON_MAX))
-            terms = [t for t in terms if self._frequency(t, common) <= common]
-            if not terms:
+            match = self._match("docs", question, common)
+            if match is None:
                 return []
-            match = " OR ".join(f'"{term}"' for term in terms)
             rows = self._db.execute(
                 "SELECT doc FROM docs WHERE docs MATCH ? ORDER BY bm25(docs) LIMIT ?", (match, _CANDIDATES)
             ).fetchall()
         return [row[0] for row in rows]
 
-    def _frequency(self, term: str, cap: int) -> int:
-        """How many documents hold ``term`` (counted up to ``cap + 1``; kept until the index changes)."""
-        count = self._frequencies.get(term)
+    def _match(self, table: str, question: str, common: int) -> str | None:
+        """The FTS5 query for ``question``'s words, without those in more than ``common`` rows of
+        ``table`` (None: no word left). Called under the lock."""
+        terms = [
+            t for t in dict.fromkeys(re.findall(r"\w+", question.casefold())) if t.isdigit() or len(t) > 1
+        ]
+        terms = [t for t in terms if self._frequency(table, t, common) <= common]
+        return " OR ".join(f'"{term}"' for term in terms) if terms else None
+
+    def _frequency(self, table: str, term: str, cap: int) -> int:
+        """How many rows of ``table`` hold ``term`` (counted up to ``cap + 1``; kept until it changes)."""
+        count = self._frequencies.get((table, term))
         if count is None:
-            query = "SELECT count(*) FROM (SELECT 1 FROM docs WHERE docs MATCH ? LIMIT ?)"
+            query = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
             count = int(self._db.execute(query, (f'"{term}"', cap + 1)).fetchone()[0])
-            self._frequencies[term] = count
+            self._frequencies[(table, term)] = count
         return count
+
+    def passages(self, question: str, *, limit: int = 10) -> tuple[Passage, ...]:
+        """The transcript lines that match ``question`` best by BM25, best first (at most ``limit``).
+
+        The tape holds what extraction missed: a note that carries the best lines as well as
+        the facts answers questions the facts alone cannot (see the memory-QA eval). Only
+        words in more than 500 lines are left out, as too common to search for. A line that
+        names a forgotten entity, said before the forget, is never returned.
+        """
+        with self._lock:
+            match = self._match("lines", question, _COMMON_MAX)
+            if match is None:
+                return ()
+            rows = self._db.execute(
+                "SELECT rowid FROM lines WHERE lines MATCH ? ORDER BY bm25(lines), rowid LIMIT ?",
+                (match, limit + _CANDIDATES),  # room for lines a forget hides
+            ).fetchall()
+            found = [Passage(int(row[0]), self._lines[int(row[0])]) for row in rows]
+        edits = self.graph.edits
+        return tuple(p for p in found if not edits.hides_line(p.entry_id, p.text))[:limit]
 
     def rank(self, question: str, *, limit: int = 20) -> Ranking:
         """The entities and facts ``question`` is about, best first (at most ``limit`` of each)."""

@@ -20,7 +20,7 @@ can carry only what is new since earlier blocks that are still in the agent's co
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from bub_semantic_memory._tokens import estimate_tokens
@@ -32,6 +32,7 @@ __all__ = ["DEFAULT_BUDGET", "MemoryBlock", "render_memory"]
 DEFAULT_BUDGET = 800
 HEADER = "<memory>\nFacts remembered from earlier in this conversation (may be incomplete):"
 FOOTER = "</memory>"
+PASSAGES_HEADER = "Lines of the conversation that match the latest message best:"
 _GIVE_UP_AFTER_MISSES = 25
 _QUOTED_FACTS = 5  # the ranked facts whose evidence lines a block quotes
 
@@ -46,6 +47,7 @@ class MemoryBlock:
         entities: entities shown.
         facts: relation and fact lines shown (history included).
         omitted: entities that did not fit in the budget.
+        passages: transcript lines shown after the facts.
     """
 
     text: str
@@ -53,6 +55,7 @@ class MemoryBlock:
     entities: int
     facts: int
     omitted: int
+    passages: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.text)
@@ -138,6 +141,8 @@ def render_memory(
     shown: Collection[str] = (),
     named_only: bool = False,
     ranking: Ranking | None = None,
+    passages: Sequence[str] = (),
+    passage_budget: int = 0,
 ) -> MemoryBlock:
     """Render the most relevant facts for ``query`` within ``budget`` estimated tokens.
 
@@ -146,11 +151,16 @@ def render_memory(
     ``query`` (steps 1 and 2, or the ranking's), leaving out the rest of the memory.
     ``ranking`` (:meth:`MemoryIndex.rank` of ``query``) orders entities and, within an entity,
     its facts: the ranked ones first, in their order.
+
+    ``passages`` (transcript lines that match ``query``, best first) follow the facts, as many
+    as fit in ``passage_budget`` tokens, which the facts do not use; the budget the passages
+    leave unused goes to the facts.
     """
     if len(graph) == 0:
         return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=0)
     lines = [HEADER]
-    used = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2
+    excerpt = _pick_passages(passages, min(passage_budget, budget), shown)
+    used = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2 + _cost(excerpt)
     shown_facts: set[str] = set()
     entities = facts = misses = 0
     fact_order = {fact.id: index for index, fact in enumerate(ranking.facts)} if ranking else {}
@@ -188,15 +198,45 @@ def render_memory(
             for said in quoted.get(fact_id, ()):
                 quote = f"    > {said}"
                 cost = estimate_tokens(quote) + 1
-                if said in quoted_lines or quote in shown or used + cost > budget:
+                repeated = said in quoted_lines or any(line.startswith(f"  > {said}") for line in excerpt)
+                if repeated or quote in shown or used + cost > budget:
                     continue
                 lines.append(quote)
                 used += cost
                 quoted_lines.add(said)
-    if entities == 0 and facts == 0:
+    if entities == 0 and facts == 0 and not excerpt:
         return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=len(graph))
+    if excerpt:
+        lines.extend([PASSAGES_HEADER, *excerpt])
     lines.append(FOOTER)
     text = "\n".join(lines)
     return MemoryBlock(
-        text=text, tokens=estimate_tokens(text), entities=entities, facts=facts, omitted=len(graph) - entities
+        text=text,
+        tokens=estimate_tokens(text),
+        entities=entities,
+        facts=facts,
+        omitted=len(graph) - entities,
+        passages=len(excerpt),
     )
+
+
+def _pick_passages(passages: Sequence[str], budget: int, shown: Collection[str]) -> list[str]:
+    """The passages' lines, in order, as many whole ones as fit in ``budget`` with their heading
+    (a line that does not fit is skipped; a later, shorter one may still fit)."""
+    picked: list[str] = []
+    used = estimate_tokens(PASSAGES_HEADER) + 1
+    for passage in passages:
+        line = f"  > {passage}"
+        cost = estimate_tokens(line) + 1
+        if line in shown or line in picked or used + cost > budget:
+            continue
+        picked.append(line)
+        used += cost
+    return picked
+
+
+def _cost(excerpt: Sequence[str]) -> int:
+    """Tokens the passages take in a block, their heading included (0 for none)."""
+    if not excerpt:
+        return 0
+    return estimate_tokens(PASSAGES_HEADER) + 1 + sum(estimate_tokens(line) + 1 for line in excerpt)

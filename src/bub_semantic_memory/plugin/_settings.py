@@ -69,6 +69,13 @@ class SemanticMemorySettings(bub.Settings):
         default=None, description="A prompt directory replacing the bundled one."
     )
     budget: int = Field(default=800, ge=50, description="Token budget of the injected memory block.")
+    passage_share: float = Field(
+        default=0.25,
+        ge=0,
+        le=1,
+        description="Share of the budget kept for the transcript lines that match the latest message "
+        "best, shown after the facts (0: facts only).",
+    )
     placement: Literal["message", "system"] = Field(
         default="message",
         description=(
@@ -203,6 +210,7 @@ _POLICY_SETTINGS = {
     "max_concurrent",
     "retry_cooldown",
     "checkpoint_every",
+    "passage_share",
 }
 """The settings a :class:`MemoryPolicy` takes, by the same names."""
 
