@@ -99,6 +99,19 @@ class MemoryFixture:
     names: list[str]
     entries: list[Entry] = field(default_factory=list)
 
+    def told(self, after: int = 0) -> list[Entry]:
+        """The entries that say the memory, with event entries between them: a tape store that
+        numbers entries one by one from ``after + 1`` gives each the id its evidence points at."""
+        filled: list[Entry] = []
+        position = after
+        for entry in sorted(self.entries, key=lambda e: e.id):
+            filled.extend(
+                Entry(i, "event", {"name": "gap", "data": {}}) for i in range(position + 1, entry.id)
+            )
+            filled.append(entry)
+            position = entry.id
+        return filled
+
 
 def memory_snapshot(
     tape: str,

@@ -185,29 +185,19 @@ async def _memory(
         options.ontology,
         question.question,
         budget=options.budget,
-        entries=[*entries, *_gap_filled(last, said)],
+        entries=[*entries, *said],
         passage_share=options.passage_share if lines else 0.0,
     )
 
 
 @functools.cache
 def _distractors(count: int, after: int) -> tuple[tuple[Snapshot, ...], tuple[Entry, ...]]:
-    """A made-up memory told after entry ``after``: its snapshots and the tape entries saying it."""
+    """A made-up memory told after entry ``after``: its snapshots and the tape entries saying it
+    (numbered on from ``after``)."""
     if not count:
         return (), ()
     memory = make_memory(count, offset=after)
-    return tuple(memory.snapshots), tuple(memory.entries)
-
-
-def _gap_filled(last: int, said: Sequence[Entry]) -> list[Entry]:
-    """``said`` with event entries between them, so the store's ids (from 1, one by one) match theirs."""
-    filled: list[Entry] = []
-    position = last
-    for entry in sorted(said, key=lambda e: e.id):
-        filled.extend(Entry(i, "event", {"name": "gap", "data": {}}) for i in range(position + 1, entry.id))
-        filled.append(entry)
-        position = entry.id
-    return filled
+    return tuple(memory.snapshots), tuple(memory.told(after))
 
 
 def message_turns(entries: Sequence[Entry]) -> int:
