@@ -14,6 +14,11 @@ said the best of them), then current relations and stated facts (the newest firs
 superseded ones last, marked as history. A stated fact shows its date when one was
 resolved. An empty graph renders no block at all.
 
+After the facts come the transcript lines that match the message best (``passages``, ranked by
+the index), within a share of the budget the facts cannot take: an extracted memory misses
+what a small model did not extract, and the line that said it is the cheapest way to carry it.
+The facts get whatever budget the lines leave unused.
+
 Lines the agent was already shown (``shown``) are left out and cost nothing, so a block
 can carry only what is new since earlier blocks that are still in the agent's context.
 """
