@@ -370,3 +370,43 @@ async def test_the_plugins_note_for_a_question_that_names_nothing_quotes_the_tap
     await facts_only.load("t", store)
     assert "Thursday" not in facts_only.block("t", "When is the plumber coming?")
     assert "Lena" in facts_only.block("t", "When is the plumber coming?")  # the facts are still there
+
+
+def test_a_forget_hides_lines_that_use_a_first_name_and_the_lines_of_a_forgotten_relation() -> None:
+    from bub_semantic_memory.memory._editing import forget_entity, forget_relation
+
+    before = MemoryGraph.fold(FACTS, ONTOLOGY, tape="t")
+    question = "Where does Jonas live? Lisbon Berlin"
+    entity = MemoryIndex(
+        MemoryGraph.fold(FACTS, ONTOLOGY, tape="t", edits=[forget_entity(before, JONAS.key, at=20, by="t")])
+    )
+    entity.refresh(LINES)
+    assert [
+        p.entry_id for p in entity.passages(question)
+    ] == []  # "Jonas moved to Lisbon" names him by first name
+    relation = forget_relation(before, (JONAS.key, "lives_in", BERLIN.key), at=20, by="t")
+    assert relation.lines == (6,)
+    index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t", edits=[relation]))
+    index.refresh(LINES)
+    assert [p.entry_id for p in index.passages(question)] == [9]  # line 6 said the forgotten relation
+
+
+async def test_the_lines_a_note_quotes_are_redacted_by_the_patterns_extraction_uses(tmp_path: Path) -> None:
+    from bub.store import FileTapeStore
+    from bub.tape import TapeEntry
+
+    from bub_semantic_memory.stores._store import SnapshotStore
+    from bub_semantic_memory.tape._redact import Redactor
+
+    store = FileTapeStore(tmp_path / "tapes")
+    for entry_id in range(1, 12):
+        text = "The plumber's door code is DOOR-4471." if entry_id == 11 else f"Message {entry_id}."
+        store.append("t", TapeEntry(entry_id, "message", {"role": "user", "content": text}, {}, ""))
+    for item in FACTS:
+        await SnapshotStore(store).append(item)
+    service = MemoryService(
+        ontology=lambda: ONTOLOGY, extractor=lambda: None, redactor=Redactor([r"DOOR-\d+"])
+    )
+    await service.load("t", store)
+    block = service.block("t", "What is the plumber's door code?")
+    assert "plumber's door code" in block and "DOOR-4471" not in block

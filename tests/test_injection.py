@@ -79,3 +79,29 @@ def test_no_note_goes_between_a_tool_call_and_its_result() -> None:
     # A later context where a tool result follows the note's place: the note stays out.
     later = [Item(2, "q"), Item(5, "result", kind="tool_result")]
     assert book.in_context(later) == []
+
+
+def test_a_quoted_line_counts_as_shown_so_the_next_note_does_not_repeat_it() -> None:
+    from bub_semantic_memory._models import Entity
+    from bub_semantic_memory.extraction._prompts import PromptLibrary
+    from bub_semantic_memory.memory._graph import MemoryGraph
+    from bub_semantic_memory.memory._render import render_memory
+    from tests.conftest import make_snapshot
+
+    graph = MemoryGraph.fold(
+        [make_snapshot([Entity.create("Maya Lin", "person", evidence=[2])], [])],
+        PromptLibrary().load("extract@9").ontology,
+    )
+    said = "[5] user: The plumber comes on Thursday at 9."
+    first = render_memory(graph, query="plumber", budget=400, passages=[said], passage_budget=100)
+    book = NoteBook()
+    entries = [Item(1, "a")]
+    book.in_context(entries)
+    book.add(entries, first.text, 1)
+    later = [*entries, Item(2, "when is the plumber coming?")]
+    shown = shown_lines(book.in_context(later))
+    assert f"  > {said}" in shown and "- Maya Lin (person)" in shown
+    again = render_memory(
+        graph, query="plumber", budget=400, passages=[said], passage_budget=100, shown=shown
+    )
+    assert said not in again.text

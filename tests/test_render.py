@@ -163,3 +163,17 @@ def test_a_passage_the_agent_was_shown_is_left_out(ontology: Ontology) -> None:
         shown={f"  > {said}"},
     )
     assert note.passages == 0 and said not in note.text
+
+
+def test_a_block_stays_within_its_budget_whatever_share_the_lines_get(ontology: Ontology) -> None:
+    said = [f"[{i}] user: " + "word " * (i % 7 + 3) for i in range(60)]
+    for share in (0.5, 0.9, 1.0):
+        for budget in (60, 120, 400):
+            block = render_memory(
+                graph(ontology),
+                query="word",
+                budget=budget,
+                passages=said,
+                passage_budget=int(budget * share),
+            )
+            assert block.tokens <= budget and block.passages > 0

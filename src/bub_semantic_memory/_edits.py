@@ -135,6 +135,10 @@ class Edit(BaseModel):
         snapshot: import: the id of the snapshot the import stored.
         match: forget: digests of what it recognises (keys, names, the relation or the fact).
         words: forget a fact: digests of the statement's content words.
+        lines: forget: the tape entries that stated what it forgets (the entity's mentions, its
+            relations and facts; the relation; the fact), up to ``at``: a note never quotes them.
+        hide: forget an entity: digests of each of its names and aliases as text, a first name
+            alone included: a note never quotes a line said up to ``at`` that holds one.
         purged: the edit's names were erased (``forget --purge``); its digests still apply.
     """
 
@@ -163,6 +167,8 @@ class Edit(BaseModel):
     snapshot: str | None = None
     match: tuple[str, ...] = ()
     words: tuple[str, ...] = ()
+    lines: tuple[int, ...] = ()
+    hide: tuple[str, ...] = ()
     purged: bool = False
 
     @model_validator(mode="after")

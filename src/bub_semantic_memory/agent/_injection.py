@@ -83,7 +83,8 @@ class NoteBook:
         """Place a note after ``entries``; None where it cannot go (right after a tool call)."""
         if entries and getattr(entries[-1], "kind", "") == "tool_call":
             return None
-        lines = frozenset(line for line in text.splitlines() if line.lstrip().startswith("- "))
+        # facts ("- ", "  - ") and quoted transcript lines ("  > "): each is shown once while in context
+        lines = frozenset(line for line in text.splitlines() if line.lstrip().startswith(("- ", "> ")))
         after = fingerprint(entries[-1]) if entries else None
         note = MemoryNote(len(entries), after, text, lines, graph_version)
         self.notes.append(note)

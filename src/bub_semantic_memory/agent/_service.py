@@ -100,6 +100,9 @@ class MemoryService:
             on the first extraction; the factory logs why it is off).
         policy: cadence, budget and bounds.
         stats: counters to add to (shared with the caller); a new one by default.
+        redactor: what hides secrets in the transcript lines a note shows: the one extraction
+            uses (the plugin's ``redact_patterns`` and ``redact_allowlist``); the built-in
+            patterns by default.
     """
 
     def __init__(
@@ -109,6 +112,7 @@ class MemoryService:
         extractor: Callable[[], Extractor | None],
         policy: MemoryPolicy | None = None,
         stats: Counter[str] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.policy = policy or MemoryPolicy()
         self.stats: Counter[str] = stats if stats is not None else Counter()
@@ -125,7 +129,7 @@ class MemoryService:
         self._cooldown_until: dict[str, float] = {}
         self._deferred: dict[str, TapeStore | AsyncTapeStore] = {}
         self._indexes: dict[str, MemoryIndex] = {}
-        self._redactor = Redactor()  # evidence lines in notes never show a secret
+        self._redactor = redactor or Redactor()  # lines in notes never show a secret
         self._outlived_reset: dict[str, int] = {}  # tape -> watermark of a memory its reset left in place
         self._semaphore: asyncio.Semaphore | None = None
         self._read_through: dict[str, int] = {}  # tape -> last sidecar entry this process has read
@@ -324,7 +328,9 @@ class MemoryService:
             key = find_entity(before, name)
         except EditError as exc:
             return {"error": str(exc)}
-        edit = forget_entity(before, key, at=before.extracted_through, by=by)
+        # placed at the tape's end: what was said up to now, extracted yet or not, is forgotten,
+        # and no note quotes it (commit places it there again when it stores it)
+        edit = forget_entity(before, key, at=await self._tape_end(tape, store, before), by=by)
         self._pending.setdefault(tape, []).append(edit)
         self._pending_stores[tape] = store
         after = await self._reload(tape, store)
@@ -341,6 +347,15 @@ class MemoryService:
             "note": "stored as an edit when this turn ends; a person can undo it "
             "('semantic-memory memory edits' lists it). Nothing is erased from storage.",
         }
+
+    async def _tape_end(self, tape: str, store: TapeStore | AsyncTapeStore, graph: MemoryGraph) -> int:
+        """The last entry of ``tape`` (the extracted range's end when the tape cannot be read)."""
+        try:
+            entries = await fetch_tape(store, tape)
+        except Exception as exc:  # the forget still holds up to what was extracted
+            logger.warning("semantic memory: cannot read tape %s to place a forget: %s", tape, exc)
+            entries = []
+        return max([graph.extracted_through, *(e.id for e in entries)])
 
     async def commit(self, tape: str, store: TapeStore | AsyncTapeStore) -> int:
         """Store the agent's pending edits of ``tape``, placed at the tape's last entry; how many.

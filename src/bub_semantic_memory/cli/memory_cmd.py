@@ -226,6 +226,14 @@ def show(
     workspace: Path = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session."),
     query: str = typer.Option("", "--query", "-q", help="The user message to rank facts for."),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", min=50, help="Token budget of the block."),
+    passage_share: float = typer.Option(
+        MemoryPolicy().passage_share,
+        "--passage-share",
+        min=0.0,
+        max=1.0,
+        help="Share of the budget for the transcript lines that match --query best (the plugin setting "
+        "of that name).",
+    ),
     prompt: str = typer.Option(
         PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version whose ontology folds the memory."
     ),
@@ -239,9 +247,8 @@ def show(
     name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
     ontology = PromptLibrary(prompts_dir).load(prompt).ontology
 
-    service = MemoryService(
-        ontology=lambda: ontology, extractor=lambda: None, policy=MemoryPolicy(budget=budget)
-    )
+    policy = MemoryPolicy(budget=budget, passage_share=passage_share)
+    service = MemoryService(ontology=lambda: ontology, extractor=lambda: None, policy=policy)
 
     async def load() -> MemoryGraph:
         async with tape_store(tapes_dir) as backend:
@@ -258,6 +265,7 @@ def show(
             "entities_shown": block.entities,
             "facts_shown": block.facts,
             "entities_omitted": block.omitted,
+            "lines_shown": block.passages,
             "entities": len(graph),
             "relations": graph.relation_count,
             "snapshots": graph.snapshot_count,

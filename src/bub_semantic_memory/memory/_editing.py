@@ -121,9 +121,17 @@ def forget_entity(graph: MemoryGraph, key: str, *, at: int, by: str) -> Edit:
     match = {key_digest(k) for k in graph.keys_of(key)}
     match |= {name_digest(entity_type, n) for n in names}
     match |= {digest("text", n) for n in text_names(names)}
+    view = graph.view(key)
+    said = set(view.evidence) if view is not None else set()
+    for relation in graph.edges(key):
+        said |= set(relation.evidence)
+    for fact in graph.facts_about(key):
+        said |= set(fact.evidence)
     return Edit(
         tape=graph.tape,
         op="forget",
+        lines=tuple(sorted(e for e in said if e <= at)),
+        hide=tuple(sorted({digest("text", normalize_name(n)) for n in names if normalize_name(n)})),
         at=at,
         by=by,
         entity=graph.resolve(key),
@@ -135,7 +143,17 @@ def forget_entity(graph: MemoryGraph, key: str, *, at: int, by: str) -> Edit:
 
 def forget_relation(graph: MemoryGraph, key: RelationKey, *, at: int, by: str) -> Edit:
     """Forget one relation (its endpoints stay)."""
-    return Edit(tape=graph.tape, op="forget", at=at, by=by, relation=key, match=(relation_digest(key),))
+    found = graph.relation(key)
+    said = sorted(e for e in (found.evidence if found is not None else ()) if e <= at)
+    return Edit(
+        tape=graph.tape,
+        op="forget",
+        at=at,
+        by=by,
+        relation=key,
+        match=(relation_digest(key),),
+        lines=tuple(said),
+    )
 
 
 def forget_fact(graph: MemoryGraph, fact: FactView, *, at: int, by: str) -> Edit:
@@ -149,6 +167,7 @@ def forget_fact(graph: MemoryGraph, fact: FactView, *, at: int, by: str) -> Edit
         fact_kind=fact.kind,
         match=(digest("fact", fact_key(fact.kind, fact.statement)),),
         words=tuple(sorted(fact_digests(fact.statement))),
+        lines=tuple(sorted(e for e in fact.evidence if e <= at)),
     )
 
 

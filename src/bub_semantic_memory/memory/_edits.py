@@ -48,6 +48,8 @@ class _Forget:
     words: frozenset[str]
     kind: str | None
     at: int
+    lines: frozenset[int] = frozenset()
+    hide: frozenset[str] = frozenset()
 
 
 def _position(evidence: Iterable[int], fallback: int) -> int:
@@ -78,7 +80,14 @@ class EditBook:
             e.snapshot for e in ordered if e.op == "import" and e.id in undone and e.snapshot
         )
         self._forgets = [
-            _Forget(frozenset(e.match), frozenset(e.words), e.fact_kind, e.at)
+            _Forget(
+                match=frozenset(e.match),
+                words=frozenset(e.words),
+                kind=e.fact_kind,
+                at=e.at,
+                lines=frozenset(e.lines),
+                hide=frozenset(e.hide),
+            )
             for e in effective
             if e.op == "forget"
         ]
@@ -138,15 +147,19 @@ class EditBook:
 
     def hides_line(self, entry_id: int, text: str) -> bool:
         """Whether a transcript line may not be shown as memory: it was said at or before a forget
-        and names the forgotten entity, or holds most of the words of a forgotten fact.
+        and stated what the forget removed, names the forgotten entity (any of its names), or
+        holds most of the words of a forgotten fact.
 
-        A note quotes the tape's lines beside the facts; a forgotten entity must not come back
+        A note quotes the tape's lines beside the facts; what was forgotten must not come back
         through them. A line said after the forget is shown, as its facts would be kept.
         """
         forgets = [f for f in self._forgets if entry_id <= f.at]
         if not forgets:
             return False
-        if any(not f.match.isdisjoint(mention_digests(text)) for f in forgets):
+        if any(entry_id in f.lines for f in forgets):
+            return True
+        mentioned = mention_digests(text)
+        if any(not f.match.isdisjoint(mentioned) or not f.hide.isdisjoint(mentioned) for f in forgets):
             return True
         worded = [f for f in forgets if f.words]
         if not worded:

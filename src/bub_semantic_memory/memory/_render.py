@@ -164,8 +164,9 @@ def render_memory(
     if len(graph) == 0:
         return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=0)
     lines = [HEADER]
-    excerpt = _pick_passages(passages, min(passage_budget, budget), shown)
-    used = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2 + _cost(excerpt)
+    frame = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2
+    excerpt = _pick_passages(passages, min(passage_budget, budget - frame), shown)
+    used = frame + _cost(excerpt)
     shown_facts: set[str] = set()
     entities = facts = misses = 0
     fact_order = {fact.id: index for index, fact in enumerate(ranking.facts)} if ranking else {}

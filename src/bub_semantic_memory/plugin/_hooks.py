@@ -52,6 +52,7 @@ from bub_semantic_memory.agent._service import MemoryService
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.plugin._tools import register_memory_tools
 from bub_semantic_memory.stores._store import MemorySidecar, session_tape_name
+from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import strip_bub_header
 
 if TYPE_CHECKING:
@@ -138,6 +139,9 @@ class SemanticMemoryPlugin:
                 extractor=self._build_extractor,
                 policy=memory_policy(self.settings),
                 stats=self.stats,
+                redactor=Redactor(
+                    list(self.settings.redact_patterns), allowlist=list(self.settings.redact_allowlist)
+                ),
             )
         return self._memory
 
