@@ -204,16 +204,7 @@ class MemoryService:
         graph = self._graphs.get(tape)
         if graph is None:
             return render_memory(MemoryGraph(self.ontology), query=query, budget=self.policy.budget)
-        ranking = self.search(tape, query) if query else None
-        passages, passage_budget = self._passages(tape, query)
-        return render_memory(
-            graph,
-            query=query,
-            budget=self.policy.budget,
-            ranking=ranking,
-            passages=passages,
-            passage_budget=passage_budget,
-        )
+        return self._fresh_block(tape, graph, query)
 
     def block(self, tape: str, query: str, *, shown: Collection[str] = (), named_only: bool = False) -> str:
         """The memory block for ``query`` from ``tape``'s loaded graph ("" when there is nothing).
@@ -232,35 +223,38 @@ class MemoryService:
     def _render(
         self, tape: str, graph: MemoryGraph, query: str, shown: Collection[str], named_only: bool
     ) -> str:
-        ranking = self.search(tape, query) if query else None
-        passages, passage_budget = self._passages(tape, query)
         if shown or named_only:  # a note: rendered once per turn, never asked for twice
-            block = render_memory(
-                graph,
-                query=query,
-                budget=self.policy.budget,
-                shown=shown,
-                named_only=named_only,
-                ranking=ranking,
-                passages=passages,
-                passage_budget=passage_budget,
-            )
-            return block.text
+            return self._fresh_block(tape, graph, query, shown=shown, named_only=named_only).text
         index = self._indexes.get(tape)
         key = (tape, graph.version, index.line_count if index is not None else 0, query)
         cached = self._render_cache.get(key)
-        if cached is None:
+        if cached is None:  # searched only on a miss: a tool round's second call costs a look-up
             if len(self._render_cache) >= _RENDER_CACHE_SIZE:
                 self._render_cache.clear()
-            cached = self._render_cache[key] = render_memory(
-                graph,
-                query=query,
-                budget=self.policy.budget,
-                ranking=ranking,
-                passages=passages,
-                passage_budget=passage_budget,
-            ).text
+            cached = self._render_cache[key] = self._fresh_block(tape, graph, query).text
         return cached
+
+    def _fresh_block(
+        self,
+        tape: str,
+        graph: MemoryGraph,
+        query: str,
+        *,
+        shown: Collection[str] = (),
+        named_only: bool = False,
+    ) -> MemoryBlock:
+        """The block for ``query``: the facts ranked for it, then the lines that match it best."""
+        passages, passage_budget = self._passages(tape, query)
+        return render_memory(
+            graph,
+            query=query,
+            budget=self.policy.budget,
+            shown=shown,
+            named_only=named_only,
+            ranking=self.search(tape, query) if query else None,
+            passages=passages,
+            passage_budget=passage_budget,
+        )
 
     def _passages(self, tape: str, query: str) -> tuple[tuple[str, ...], int]:
         """The transcript lines a block for ``query`` may show, and the budget they may take."""
