@@ -165,8 +165,8 @@ def render_memory(
         return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=0)
     lines = [HEADER]
     frame = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2
-    excerpt = _pick_passages(passages, min(passage_budget, budget - frame), shown)
-    used = frame + _cost(excerpt)
+    excerpt, used = _pick_passages(passages, min(passage_budget, budget - frame), shown)
+    used += frame
     shown_facts: set[str] = set()
     entities = facts = misses = 0
     fact_order = {fact.id: index for index, fact in enumerate(ranking.facts)} if ranking else {}
@@ -226,9 +226,10 @@ def render_memory(
     )
 
 
-def _pick_passages(passages: Sequence[str], budget: int, shown: Collection[str]) -> list[str]:
+def _pick_passages(passages: Sequence[str], budget: int, shown: Collection[str]) -> tuple[list[str], int]:
     """The passages' lines, in order, as many whole ones as fit in ``budget`` with their heading
-    (a line that does not fit is skipped; a later, shorter one may still fit)."""
+    (a line that does not fit is skipped; a later, shorter one may still fit), and the tokens
+    they take with the heading (0 when none fits)."""
     picked: list[str] = []
     used = estimate_tokens(PASSAGES_HEADER) + 1
     for passage in passages:
@@ -238,11 +239,4 @@ def _pick_passages(passages: Sequence[str], budget: int, shown: Collection[str])
             continue
         picked.append(line)
         used += cost
-    return picked
-
-
-def _cost(excerpt: Sequence[str]) -> int:
-    """Tokens the passages take in a block, their heading included (0 for none)."""
-    if not excerpt:
-        return 0
-    return estimate_tokens(PASSAGES_HEADER) + 1 + sum(estimate_tokens(line) + 1 for line in excerpt)
+    return picked, used if picked else 0
