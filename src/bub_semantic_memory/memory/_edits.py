@@ -49,7 +49,7 @@ class _Forget:
     kind: str | None
     at: int
     lines: frozenset[int] = frozenset()
-    hide: frozenset[str] = frozenset()
+    named: frozenset[str] = frozenset()  # every digest a line that names what it forgets holds
 
 
 def _position(evidence: Iterable[int], fallback: int) -> int:
@@ -86,7 +86,7 @@ class EditBook:
                 kind=e.fact_kind,
                 at=e.at,
                 lines=frozenset(e.lines),
-                hide=frozenset(e.hide),
+                named=frozenset(e.match) | frozenset(e.hide),
             )
             for e in effective
             if e.op == "forget"
@@ -159,13 +159,10 @@ class EditBook:
         if any(entry_id in f.lines for f in forgets):
             return True
         mentioned = mention_digests(text)
-        if any(not f.match.isdisjoint(mentioned) or not f.hide.isdisjoint(mentioned) for f in forgets):
+        if any(not f.named.isdisjoint(mentioned) for f in forgets):
             return True
-        worded = [f for f in forgets if f.words]
-        if not worded:
-            return False
-        said = fact_digests(text)
-        return any(len(said & f.words) >= SAME_FACT * len(f.words) for f in worded)
+        said = fact_digests(text) if any(f.words for f in forgets) else frozenset()
+        return any(f.words and len(said & f.words) >= SAME_FACT * len(f.words) for f in forgets)
 
     # -- what survives of a snapshot ------------------------------------------------------------
 
