@@ -29,7 +29,7 @@ import re
 import sqlite3
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot, Usage
@@ -225,9 +225,9 @@ async def memory_context(
     sidecar = SnapshotStore(store)
     for snapshot in snapshots:
         await sidecar.append(snapshot.model_copy(update={"tape": tape}))
-    policy = MemoryPolicy(budget=budget)
-    if passage_share is not None:
-        policy = replace(policy, passage_share=passage_share)
+    policy = MemoryPolicy(
+        budget=budget, passage_share=MemoryPolicy.passage_share if passage_share is None else passage_share
+    )
     service = MemoryService(ontology=lambda: ontology, extractor=lambda: None, policy=policy)
     await service.load(tape, store)
     return _context(condition, service.block(tape, question))
