@@ -66,7 +66,7 @@ from bub_semantic_memory._models import Entity, Snapshot
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.plugin._hooks import TAPE_STATE_KEY, SemanticMemoryPlugin
-from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name
+from bub_semantic_memory.stores._store import SnapshotStore, append_entries, session_tape_name
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
     OracleResponder,
@@ -144,8 +144,7 @@ async def _measure_size(
     tape = session_tape_name(session_id, framework.workspace)
     memory = make_memory(n, tape=tape)
     tapes = FileTapeStore(bub.home / "tapes")
-    for entry in memory.told():  # the lines that said the memory: the plugin indexes them too
-        tapes.append(tape, TapeEntry(entry.id, entry.kind, entry.payload, entry.meta, entry.date))
+    append_entries(tapes, tape, memory.told())  # the lines that said the memory: the plugin indexes them too
     store = SnapshotStore(tapes, fsync=False)
     for snapshot in memory.snapshots:
         await store.append(snapshot)

@@ -214,14 +214,12 @@ async def memory_context(
     plugin's policy (the tape's lines are the evidence its facts quote, and the lines a block
     shows after the facts). ``passage_share`` replaces the policy's (None: the plugin's default)."""
     from bub.store import InMemoryTapeStore
-    from bub.tape import TapeEntry
 
     from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
-    from bub_semantic_memory.stores._store import SnapshotStore
+    from bub_semantic_memory.stores._store import SnapshotStore, append_entries
 
     store: Any = InMemoryTapeStore()
-    for entry in sorted(entries, key=lambda e: e.id):  # ids from 1, as the store assigns them
-        store.append(tape, TapeEntry(entry.id, entry.kind, entry.payload, entry.meta, entry.date))
+    append_entries(store, tape, sorted(entries, key=lambda e: e.id))  # ids from 1, as the store assigns them
     sidecar = SnapshotStore(store)
     for snapshot in snapshots:
         await sidecar.append(snapshot.model_copy(update={"tape": tape}))
@@ -251,12 +249,13 @@ def search_words(question: str) -> list[str]:
 async def tape_search_context(entries: Sequence[Entry], question: str, *, budget: int) -> Context:
     """bub's ``tape.search``, once per content word, merged in tape order and packed into the budget."""
     from bub.store import InMemoryTapeStore
-    from bub.tape import TapeEntry, TapeQuery
+    from bub.tape import TapeQuery
+
+    from bub_semantic_memory.stores._store import append_entries
 
     store: Any = InMemoryTapeStore()
     tape = "qa"
-    for entry in entries:
-        store.append(tape, TapeEntry(entry.id, entry.kind, entry.payload, entry.meta, entry.date))
+    append_entries(store, tape, entries)
     found: dict[int, Any] = {}
     for word in search_words(question):
         query = TapeQuery(tape=tape, store=store).query(word).kinds(*_SEARCH_KINDS).limit(_SEARCH_LIMIT)

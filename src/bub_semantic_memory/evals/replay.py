@@ -19,7 +19,7 @@ from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
 from bub_semantic_memory.extraction._extractor import Extractor
-from bub_semantic_memory.stores._store import SnapshotStore
+from bub_semantic_memory.stores._store import SnapshotStore, append_entries
 from bub_semantic_memory.tape._transcript import Entry
 
 __all__ = ["Replayed", "replay_as_plugin", "turn_ends"]
@@ -67,15 +67,13 @@ async def replay_as_plugin(
             checkpoints are off.
     """
     from bub.store import InMemoryTapeStore
-    from bub.tape import TapeEntry
 
     cadence = replace(policy or MemoryPolicy(), retry_cooldown=0.0, checkpoint_every=0, max_concurrent=1)
     service = MemoryService(ontology=lambda: ontology, extractor=lambda: extractor, policy=cadence)
     store: Any = InMemoryTapeStore()
     appended = 0
     for end in turn_ends(entries):
-        for entry in entries[appended:end]:
-            store.append(tape, TapeEntry(entry.id, entry.kind, entry.payload, entry.meta, entry.date))
+        append_entries(store, tape, entries[appended:end])
         appended = end
         service.schedule(tape, store)
         await asyncio.gather(*service.running())

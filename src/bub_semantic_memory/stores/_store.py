@@ -63,6 +63,7 @@ __all__ = [
     "MemoryLoad",
     "MemorySidecar",
     "SnapshotStore",
+    "append_entries",
     "fetch_tape",
     "file_lock",
     "file_tape_directory",
@@ -434,6 +435,13 @@ async def fetch_tape(
         result = await asyncio.to_thread(lambda: list(store.fetch_all(query)))
     entries, _ = coerce_entries(list(result), report=report)
     return entries
+
+
+def append_entries(store: TapeStore, tape: str, entries: Iterable[Entry]) -> None:
+    """Append ``entries`` to ``tape`` in a sync ``store`` as bub's entries, in the order given
+    (what :func:`fetch_tape` reads back; a store that numbers entries itself numbers these too)."""
+    for entry in entries:
+        store.append(tape, TapeEntry(entry.id, entry.kind, entry.payload, entry.meta, entry.date))
 
 
 @contextlib.asynccontextmanager
