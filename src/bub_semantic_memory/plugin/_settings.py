@@ -70,7 +70,7 @@ class SemanticMemorySettings(bub.Settings):
     )
     budget: int = Field(default=800, ge=50, description="Token budget of the injected memory block.")
     passage_share: float = Field(
-        default=0.25,
+        default=MemoryPolicy.passage_share,
         ge=0,
         le=1,
         description="Share of the budget kept for the transcript lines that match the latest message "
