@@ -311,16 +311,19 @@ class MemoryIndex:
         words in more than 500 lines are left out, as too common to search for. A line that
         names a forgotten entity, said before the forget, is never returned.
         """
+        edits = self.graph.edits
+        room = _CANDIDATES if edits else 0  # for lines a forget hides; without edits none is hidden
         with self._lock:
             match = self._match("lines", question, _COMMON_MAX)
             if match is None:
                 return ()
             rows = self._db.execute(
                 "SELECT rowid FROM lines WHERE lines MATCH ? ORDER BY bm25(lines), rowid LIMIT ?",
-                (match, limit + _CANDIDATES),  # room for lines a forget hides
+                (match, limit + room),
             ).fetchall()
             found = [Passage(int(row[0]), self._lines[int(row[0])]) for row in rows]
-        edits = self.graph.edits
+        if not edits:
+            return tuple(found)
         return tuple(p for p in found if not edits.hides_line(p.entry_id, p.text))[:limit]
 
     def rank(self, question: str, *, limit: int = 20) -> Ranking:
