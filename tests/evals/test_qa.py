@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot
+from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot
 from bub_semantic_memory.evals.contexts import (
     bm25_context,
     full_context,
@@ -281,24 +281,28 @@ def test_snapshot_helpers_make_a_valid_snapshot() -> None:
     )
 
 
-async def test_memory_without_facts_leaves_out_only_the_stated_facts(fixture: Fixture) -> None:
-    from bub_semantic_memory._models import Fact
+JONAS = Entity.create("Jonas Weber", "person", aliases=["Jonas"])
 
-    jonas = Entity.create("Jonas Weber", "person", aliases=["Jonas"])
-    moved = Fact(statement="Jonas moved to Lisbon in May", kind="event", about=(jonas.key,), evidence=(5,))
-    snapshot = Snapshot(
+
+def jonas_memory(fixture: Fixture, *facts: Fact) -> Snapshot:
+    """The fixture's tape as a memory of Jonas alone (and ``facts``), extracted up to entry 5."""
+    return Snapshot(
         tape=fixture.id,
         first_entry_id=1,
         last_entry_id=5,
         prompt=PromptRef(name="extract", version=14, sha256="0" * 64),
         model="m",
         mode="tools",
-        entities=(jonas,),
-        facts=(moved,),
+        entities=(JONAS,),
+        facts=facts,
     )
+
+
+async def test_memory_without_facts_leaves_out_only_the_stated_facts(fixture: Fixture) -> None:
+    moved = Fact(statement="Jonas moved to Lisbon in May", kind="event", about=(JONAS.key,), evidence=(5,))
     options = QAOptions(
         ontology=ONTOLOGY,
-        memory={fixture.id: [snapshot]},
+        memory={fixture.id: [jonas_memory(fixture, moved)]},
         conditions=("memory", "memory-no-facts"),
         passage_share=0.0,  # the tape's lines say it too: leave them out to see what the facts hold
     )
@@ -311,18 +315,10 @@ async def test_memory_without_facts_leaves_out_only_the_stated_facts(fixture: Fi
 
 
 async def test_memory_without_lines_leaves_out_only_the_lines_of_the_tape(fixture: Fixture) -> None:
-    jonas = Entity.create("Jonas Weber", "person", aliases=["Jonas"])
-    snapshot = Snapshot(
-        tape=fixture.id,
-        first_entry_id=1,
-        last_entry_id=5,
-        prompt=PromptRef(name="extract", version=9, sha256="0" * 64),
-        model="m",
-        mode="tools",
-        entities=(jonas,),
-    )
     options = QAOptions(
-        ontology=ONTOLOGY, memory={fixture.id: [snapshot]}, conditions=("memory", "memory-no-lines")
+        ontology=ONTOLOGY,
+        memory={fixture.id: [jonas_memory(fixture)]},
+        conditions=("memory", "memory-no-lines"),
     )
     report = await run_qa([fixture], options)
     where = next(item for item in report.items if item.category == "temporal")
