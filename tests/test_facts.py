@@ -318,3 +318,32 @@ async def test_memory_search_returns_stated_facts_with_their_kind_and_date() -> 
     [data] = found["facts"]
     assert (data["kind"], data["when"], data["entities"]) == ("event", "2023-05-05", [caroline.key])
     assert search_memory(service, "t", "support group", start="2023-06-01")["facts"] == []
+
+
+def test_the_facts_about_an_entity_include_those_stated_under_a_key_merged_into_it() -> None:
+    ivy = Entity.create("Ivy", "person", evidence=[1])
+    bo = Entity.create("Bo", "person", evidence=[1])
+    ivy_chen = Entity.create("Ivy Chen", "person", aliases=["Ivy"], evidence=[5])
+    first = make_snapshot([ivy, bo], first=1, last=1).model_copy(
+        update={
+            "facts": (
+                stated("Ivy plays the piano", 1, about=ivy.key),
+                stated("Bo likes tea", 1, about=bo.key),
+            )
+        }
+    )
+    second = make_snapshot([ivy_chen], first=5, last=5).model_copy(
+        update={"facts": (stated("Ivy Chen moved to Oslo", 5, about=ivy_chen.key),)}
+    )
+    graph = MemoryGraph.fold([first])
+    assert [f.statement for f in graph.facts_about(ivy.key)] == ["Ivy plays the piano"]
+    graph.add(second)  # "Ivy Chen" is merged into "Ivy" by name, after a look-up was answered
+    assert graph.resolve(ivy_chen.key) == ivy.key
+    restored = MemoryGraph.from_state(json.loads(json.dumps(graph.to_state())))
+    for memory in (graph, restored):
+        for key in (ivy.key, ivy_chen.key):
+            assert [f.statement for f in memory.facts_about(key)] == [
+                "Ivy plays the piano",
+                "Ivy Chen moved to Oslo",
+            ]
+        assert [f.statement for f in memory.facts_about(bo.key)] == ["Bo likes tea"]

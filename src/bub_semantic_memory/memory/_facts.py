@@ -113,6 +113,8 @@ class FactBook:
         self._facts: dict[str, _Stated] = {}
         self._by_entity: dict[str, dict[str, None]] = {}  # first about-key -> fact keys
         self._topics: dict[tuple[str, str], dict[str, None]] = {}  # (first about-key, topic) -> fact keys
+        self._mentions: dict[str, dict[str, None]] = {}  # every about-key as folded -> fact keys
+        self._position: dict[str, int] = {}  # fact key -> fold order
 
     def __len__(self) -> int:
         return len(self._facts)
@@ -132,8 +134,7 @@ class FactBook:
                 said_when=fact.said_when,
                 valid_from=min(fact.evidence, default=fact.valid_from),
             )
-            self._facts[folded.key] = folded
-            self._by_entity.setdefault(subject, {})[folded.key] = None
+            self._keep(folded, subject)
         folded.evidence.update(fact.evidence)
         if folded.when is None and fact.when is not None:
             folded.when, folded.said_when = fact.when, fact.said_when
@@ -143,6 +144,14 @@ class FactBook:
             topic = self._topics.setdefault((subject, folded.topic), {})
             topic[folded.key] = None
             self._order([self._facts[k] for k in topic])
+
+    def _keep(self, fact: _Stated, subject: str) -> None:
+        """Store a new fact and index it by its subject and by every entity it is about."""
+        self._facts[fact.key] = fact
+        self._position[fact.key] = len(self._position)
+        self._by_entity.setdefault(subject, {})[fact.key] = None
+        for key in fact.about:
+            self._mentions.setdefault(key, {})[fact.key] = None
 
     def _said_before(self, fact: Fact, subject: str) -> _Stated | None:
         """The folded fact ``fact`` says again in other words, if any."""
@@ -175,10 +184,13 @@ class FactBook:
             if not current_only or self._facts[k].valid_until is None
         ]
 
-    def about(self, keys: Iterable[str], resolve: Callable[[str], str]) -> list[FactView]:
-        """The facts about any of ``keys`` (resolved keys), in fold order."""
-        wanted = set(keys)
-        return [f for f in self._facts.values() if any(resolve(k) in wanted for k in f.about)]
+    def about(self, keys: Iterable[str]) -> list[FactView]:
+        """The facts about any of ``keys`` (keys as folded, merged ones included), in fold order.
+
+        Looked up in an index, not by reading every fact: rendering asks this for each entity
+        it shows, on the agent's model calls."""
+        found = {fact for key in keys for fact in self._mentions.get(key, ())}
+        return [self._facts[fact] for fact in sorted(found, key=self._position.__getitem__)]
 
     def to_state(self) -> list[list[Any]]:
         """The folded facts as JSON-ready data (see :meth:`from_state`)."""
@@ -205,9 +217,8 @@ class FactBook:
                 valid_from,
                 valid_until,
             )
-            book._facts[fact.key] = fact
             subject = resolve(fact.about[0]) if fact.about else ""
-            book._by_entity.setdefault(subject, {})[fact.key] = None
+            book._keep(fact, subject)
             if fact.kind in SUPERSEDING_KINDS and fact.topic:
                 book._topics.setdefault((subject, fact.topic), {})[fact.key] = None
         return book

@@ -148,6 +148,7 @@ class MemoryGraph:
         self._edits = EditBook(edits)
         self._nodes: dict[str, _Node] = {}
         self._redirects: dict[str, str] = dict(self._edits.redirects)
+        self._merged_keys: dict[str, list[str]] | None = None  # canonical key -> keys redirected to it
         self._names: dict[tuple[str, str], str] = {}
         self._by_name: dict[str, dict[str, None]] = {}
         self._by_word: dict[str, dict[str, None]] = {}
@@ -237,7 +238,14 @@ class MemoryGraph:
     def keys_of(self, key: str) -> list[str]:
         """Every key that resolves to the entity ``key`` resolves to: its own first, then merged ones."""
         key = self.resolve(key)
-        return [key, *sorted(k for k in self._redirects if k != key and self.resolve(k) == key)]
+        if self._merged_keys is None:  # rebuilt after a merge: every fact look-up asks for it
+            merged: dict[str, list[str]] = {}
+            for source in sorted(self._redirects):
+                target = self.resolve(source)
+                if source != target:
+                    merged.setdefault(target, []).append(source)
+            self._merged_keys = merged
+        return [key, *self._merged_keys.get(key, ())]
 
     def relation_key(self, source: str, rel_type: str, target: str) -> RelationKey:
         """The key a relation between these entity keys is stored under (merges resolved, symmetric
@@ -271,7 +279,7 @@ class MemoryGraph:
 
     def facts_about(self, key: str) -> list[FactView]:
         """Read-only views of the facts about the entity ``key``."""
-        return self._facts.about([self.resolve(key)], self.resolve)
+        return self._facts.about(self.keys_of(key))
 
     def neighbours(self, key: str) -> list[str]:
         """Keys one relation away from ``key``."""
@@ -402,6 +410,7 @@ class MemoryGraph:
                     last_seen,
                 )
             graph._redirects = {str(k): str(v) for k, v in state["redirects"].items()}
+            graph._merged_keys = None
             graph._names = {(t, folded): key for t, folded, key in state["names"]}
             graph._by_name = {folded: dict.fromkeys(keys) for folded, keys in state["by_name"].items()}
             graph._by_word = {word: dict.fromkeys(keys) for word, keys in state["by_word"].items()}
@@ -446,9 +455,7 @@ class MemoryGraph:
         entities, dropped = self._edits.entities(snapshot.entities, fallback_position)
         for entity in entities:
             self._add_entity(entity, fallback_position)
-        relations = self._edits.relations(
-            snapshot.relations, fallback_position, dropped, self._canonical_key
-        )
+        relations = self._edits.relations(snapshot.relations, fallback_position, dropped, self._canonical_key)
         for relation in relations:
             self._add_relation(relation, fallback_position)
         for fact in self._edits.facts(snapshot.facts, fallback_position, dropped, self.resolve):
@@ -476,6 +483,7 @@ class MemoryGraph:
             match = self._match_by_name(entity)
             if match is not None:
                 self._redirects[entity.key] = match
+                self._merged_keys = None
                 key = match
         node = self._nodes.get(key)
         if node is None:
