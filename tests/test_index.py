@@ -16,7 +16,7 @@ from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
 from bub_semantic_memory.evals.distractors import make_memory
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.memory._index import MemoryIndex, asks_about_the_past
+from bub_semantic_memory.memory._index import Finding, MemoryIndex, asks_about_the_past
 from bub_semantic_memory.memory._render import render_memory
 from bub_semantic_memory.tape._transcript import render_transcript
 
@@ -127,6 +127,22 @@ def test_the_index_rewrites_only_what_changed() -> None:
     # Lisbon and the new fact are written; Jonas's Berlin fact changes to "formerly"
     assert index.refresh() == 3
     assert len(index) == 6 + 4
+
+
+def test_a_finding_is_never_older_than_the_graph_and_the_lines_it_was_built_from() -> None:
+    graph = MemoryGraph.fold(FACTS[:1], ONTOLOGY, tape="t")
+    index = MemoryIndex(graph)
+    index.refresh(LINES)
+
+    def berlin() -> Finding:
+        [found] = [f for f in index.facts_of(JONAS.key) if "Berlin" in f.sentence]
+        return found
+
+    assert berlin().current and berlin() is berlin()  # remembered between questions
+    graph.add(FACTS[1])  # Jonas moves to Lisbon: the Berlin fact is superseded
+    assert not berlin().current and berlin().valid_until == 9
+    index.refresh({6: "[6] user: Jonas lives in [REDACTED]"})  # the line is redacted again
+    assert berlin().evidence_lines == ("[6] user: Jonas lives in [REDACTED]",)
 
 
 _RANK_IN_A_FRESH_PROCESS = """

@@ -46,6 +46,7 @@ On a large memory a quarter of the documents is thousands ("works", "lives" in e
 ``works_on``/``lives_in`` fact of 10,000 people): every one of them would be scored on every
 model call (12 ms at the 95th percentile, against 1 ms without), to rank documents the question's
 rarer words and names rank anyway."""
+_FINDINGS_KEPT = 4096  # findings remembered between questions (cleared when the graph changes)
 _EVIDENCE_LINES = 2  # transcript lines kept with a fact: the first that stated it, and the latest
 _EVIDENCE_CHARS = 300
 _PAST = re.compile(
@@ -72,12 +73,6 @@ def fact_sentence(graph: MemoryGraph, relation: RelationView) -> str:
     return f"{prefix}{name(relation.source)} {verb} {name(relation.target)}"
 
 
-def _entities_of(item: RelationView | FactView) -> tuple[str, ...]:
-    if isinstance(item.key, str):
-        return item.about
-    return (item.source, item.target)
-
-
 def _entity_text(entity: EntityView) -> str:
     attributes = " ".join(f"{key} {value}" for key, value in entity.attributes.items())
     return " ".join(filter(None, [entity.name, *entity.aliases, entity.type, attributes]))
@@ -89,6 +84,10 @@ def _relation_id(relation: RelationView) -> str:
 
 def _fact_id(fact: FactView) -> str:
     return f"s\t{fact.key}"
+
+
+def _item(doc: str, view: RelationView | FactView, entities: tuple[str, ...]) -> _Item:
+    return _Item(doc, view, entities, view.valid_until is not None, max(view.evidence, default=0))
 
 
 def finding_id(item: RelationView | FactView) -> str:
@@ -147,6 +146,19 @@ class Passage:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """A relation or stated fact as ranking reads it on every question, worked out once per
+    graph version (off the model-call path): its document id, the resolved keys of the entities
+    it is about, whether it was superseded, and its latest evidence entry."""
+
+    doc: str
+    view: RelationView | FactView
+    entities: tuple[str, ...]
+    superseded: bool
+    newest: int
+
+
 @dataclass(frozen=True)
 class Ranking:
     """What a question is about, best first: entity keys, and findings (relations and facts)."""
@@ -178,7 +190,12 @@ class MemoryIndex:
         self._dates: dict[int, str] = {}  # entry id -> its date
         self._lines_seen = 0
         self._frequencies: dict[tuple[str, str], int] = {}  # (table, word) -> rows holding it, until a change
-        self._facts_by_id: dict[str, FactView] = {}  # doc id -> stated fact, as of the last refresh
+        self._items: dict[
+            str, list[_Item]
+        ] = {}  # entity key -> what is said about it, as of the last refresh
+        self._items_by_doc: dict[str, _Item] = {}
+        self._findings: dict[str, Finding] = {}  # doc id -> finding, while _findings_state holds
+        self._findings_state: tuple[int, int, int] = (-1, 0, 0)
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -187,6 +204,11 @@ class MemoryIndex:
     def line_count(self) -> int:
         """How many transcript lines the index holds."""
         return len(self._lines)
+
+    @property
+    def stale(self) -> bool:
+        """Whether the graph changed since the last refresh (the next ranking would refresh first)."""
+        return self._version != self.graph.version
 
     def refresh(self, lines: Mapping[int, str] | None = None, dates: Mapping[int, str] | None = None) -> int:
         """Bring the index up to the graph: rewrite the documents whose text changed.
@@ -210,8 +232,8 @@ class MemoryIndex:
             return 0
         self._lines_seen = len(self._lines)
         version = self.graph.version  # before reading: a fold landing meanwhile is indexed next time
-        wanted = dict(self._documents())
-        facts = {_fact_id(fact): fact for fact in self.graph.fact_views()}
+        items = self._read_items()
+        wanted = dict(self._documents(items))
         changed = 0
         with self._lock, self._db:
             for doc in [d for d in self._texts if d not in wanted]:
@@ -230,7 +252,11 @@ class MemoryIndex:
                 changed += 1
             if changed:
                 self._frequencies = {k: v for k, v in self._frequencies.items() if k[0] != "docs"}
-            self._facts_by_id = facts
+            self._items_by_doc = {item.doc: item for item in items}
+            self._items = {}
+            for item in items:
+                for key in dict.fromkeys(item.entities):
+                    self._items.setdefault(key, []).append(item)
             self._version = version
         return changed
 
@@ -244,27 +270,40 @@ class MemoryIndex:
             )
             self._db.executemany("INSERT INTO lines(rowid, text) VALUES (?, ?)", sorted(lines.items()))
             self._lines.update(lines)
+            self._findings.clear()  # a rewritten line changes the evidence lines findings carry
             self._frequencies = {k: v for k, v in self._frequencies.items() if k[0] != "lines"}
 
-    def _documents(self) -> Iterable[tuple[str, str]]:
+    def _read_items(self) -> list[_Item]:
+        """Every relation (in key order: FTS5 breaks BM25 ties by rowid, which must not follow
+        set order) and every stated fact of the graph, as ranking reads them."""
         graph = self.graph
-        for entity in graph.entities():
-            view = graph.view(entity.key)
-            if view is not None:
-                yield f"e\t{entity.key}", _entity_text(view)
+        items: list[_Item] = []
         seen: set[str] = set()
-        for entity in graph.entities():
-            # in key order: the rowids FTS5 breaks BM25 ties by must not follow set order
-            for relation in sorted(graph.edges(entity.key), key=_relation_id):
+        for key in sorted(graph.ranked_keys()):
+            for relation in sorted(graph.edges(key), key=_relation_id):
                 doc = _relation_id(relation)
-                if doc in seen:
-                    continue
-                seen.add(doc)
-                evidence = " ".join(self.evidence_lines(relation.evidence))
-                yield doc, f"{fact_sentence(graph, relation)} {evidence}".strip()
+                if doc not in seen:
+                    seen.add(doc)
+                    ends = (graph.resolve(relation.source), graph.resolve(relation.target))
+                    items.append(_item(doc, relation, ends))
         for fact in graph.fact_views():
-            evidence = " ".join(self.evidence_lines(fact.evidence))
-            yield _fact_id(fact), f"{stated_sentence(fact)} {evidence}".strip()
+            about = tuple(graph.resolve(k) for k in fact.about)
+            items.append(_item(_fact_id(fact), fact, about))
+        return items
+
+    def _documents(self, items: list[_Item]) -> Iterable[tuple[str, str]]:
+        graph = self.graph
+        for key in sorted(graph.ranked_keys()):
+            view = graph.view(key)
+            if view is not None:
+                yield f"e\t{key}", _entity_text(view)
+        for item in items:
+            evidence = " ".join(self.evidence_lines(item.view.evidence))
+            if isinstance(item.view.key, str):
+                sentence = stated_sentence(item.view)
+            else:
+                sentence = fact_sentence(graph, item.view)
+            yield item.doc, f"{sentence} {evidence}".strip()
 
     def evidence_lines(self, evidence: Iterable[int]) -> tuple[str, ...]:
         """The transcript lines of the first and the latest entry that state a fact (those known)."""
@@ -342,8 +381,8 @@ class MemoryIndex:
             if kind == "r":
                 lexical.extend((parts[0], parts[2]))
             else:
-                fact = self._facts_by_id.get(doc)
-                lexical.extend(fact.about if fact is not None else ())
+                hit = self._items_by_doc.get(doc)
+                lexical.extend(hit.entities if hit is not None else ())
         lexical = list(dict.fromkeys(graph.resolve(k) for k in lexical))
         named = list(dict.fromkeys(graph.resolve(k) for k in graph.named_in(question)))
         seeds = list(dict.fromkeys([*named[:5], *lexical[:5]]))
@@ -365,40 +404,44 @@ class MemoryIndex:
         scores: dict[str, float],
         limit: int,
     ) -> tuple[Finding, ...]:
-        graph = self.graph
         past = asks_about_the_past(question)
-        candidates: dict[str, RelationView | FactView] = {}
+        candidates: dict[str, _Item] = {}
         for key in entities:
-            for relation in graph.edges(key):
-                candidates.setdefault(_relation_id(relation), relation)
-            for fact in graph.facts_about(key):
-                candidates.setdefault(_fact_id(fact), fact)
+            for item in self._items.get(key, ()):
+                candidates.setdefault(item.doc, item)
         for doc in fact_rank:
-            if doc in self._facts_by_id:
-                candidates.setdefault(doc, self._facts_by_id[doc])
-        for doc in fact_rank:
-            if doc.startswith("r\t"):
-                source = doc.split("\t")[1]
-                for relation in graph.edges(source):
-                    if _relation_id(relation) == doc:
-                        candidates.setdefault(doc, relation)
+            hit = self._items_by_doc.get(doc)
+            if hit is not None:
+                candidates.setdefault(doc, hit)
 
-        def score(doc: str, item: RelationView | FactView) -> float:
-            value = sum(scores.get(graph.resolve(key), 0.0) for key in _entities_of(item))
-            if doc in fact_rank:
-                value += 1.0 / (RRF_K + fact_rank[doc] + 1)
-            return value
-
-        def order(entry: tuple[str, RelationView | FactView]) -> tuple[bool, float, int, str]:
-            doc, item = entry
-            superseded = item.valid_until is not None
-            # current facts first, unless the question asks what held before; newest first among equals
-            return (superseded != past, -score(doc, item), -max(item.evidence, default=0), doc)
-
-        ranked = sorted(candidates.items(), key=order)[:limit]
-        return tuple(self._finding(item) for _, item in ranked)
+        # current facts first, unless the question asks what held before; then by score (the
+        # entities' fused scores plus the fact's own BM25 rank); newest first among equals
+        ordered: list[tuple[bool, float, int, str]] = []
+        for doc, item in candidates.items():
+            score = 0.0
+            for key in item.entities:  # not sum() over a generator: this runs for every candidate
+                score += scores.get(key, 0.0)
+            rank = fact_rank.get(doc)
+            if rank is not None:
+                score += 1.0 / (RRF_K + rank + 1)
+            ordered.append((item.superseded != past, -score, -item.newest, doc))
+        ordered.sort()  # the keys are unique: they end with the doc id
+        return tuple(self._finding(candidates[key[3]].view) for key in ordered[:limit])
 
     def _finding(self, item: RelationView | FactView) -> Finding:
+        """``item`` as retrieval returns it, remembered until the graph or the lines change (the
+        same facts come back turn after turn, and building one reads its evidence lines)."""
+        state = (self.graph.version, len(self._lines), len(self._dates))
+        if state != self._findings_state or len(self._findings) >= _FINDINGS_KEPT:
+            self._findings.clear()
+            self._findings_state = state
+        doc = finding_id(item)
+        found = self._findings.get(doc)
+        if found is None:
+            found = self._findings[doc] = self._new_finding(item)
+        return found
+
+    def _new_finding(self, item: RelationView | FactView) -> Finding:
         evidence = tuple(sorted(item.evidence))
         lines, dates = (
             self.evidence_lines(evidence),
