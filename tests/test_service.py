@@ -83,6 +83,23 @@ async def test_a_due_extraction_is_stored_and_rendered() -> None:
     assert stored.graph.watermark == 4  # the store kept what the graph learned
 
 
+async def test_a_repeated_question_is_answered_from_the_render_cache_until_the_memory_changes() -> None:
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    memory = service(extractor)
+    user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
+    await end_of_turn(memory, store)
+    first = memory.block(TAPE, "where does Maya live?")
+    assert memory.block(TAPE, "where does Maya live?") == first  # a tool round asks again
+    memory.block(TAPE, "who is Maya?")
+    assert memory.stats["render_cache_hits"] == 1
+    user_turns(store, "Maya says hi.", "Maya lives in Porto now.")
+    await end_of_turn(memory, store)
+    assert memory.stats["snapshots"] == 2
+    again = memory.block(TAPE, "where does Maya live?")
+    assert memory.stats["render_cache_hits"] == 1  # the memory changed: rendered again
+    assert "Maya lives in Porto now." in again and "Porto" not in first
+
+
 async def test_the_cadence_defers_until_enough_turns_and_drain_flushes() -> None:
     store, extractor = InMemoryTapeStore(), ScriptedExtractor()
     memory = service(extractor)
@@ -236,4 +253,21 @@ async def test_after_a_purge_an_extraction_never_stores_the_erased_name(tmp_path
     raw = (tmp_path / f"{memory_tape_name(TAPE)}.jsonl").read_text(encoding="utf-8")
     assert again.calls == [(3, 4)] and "Maya" not in raw and "Porto" in raw
     graph = memory.graph(TAPE)
-    assert graph is not None and graph.lookup("Maya Lin") == [] and graph.lookup("Porto") == ["location:porto"]
+    assert (
+        graph is not None and graph.lookup("Maya Lin") == [] and graph.lookup("Porto") == ["location:porto"]
+    )
+
+
+async def test_snapshots_another_worker_stored_are_indexed_off_the_model_call_path() -> None:
+    store = InMemoryTapeStore()
+    worker, other = service(ScriptedExtractor()), service(ScriptedExtractor())
+    user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
+    await end_of_turn(worker, store)
+    user_turns(store, "Maya took up the cello.", "She plays it daily.")
+    await end_of_turn(other, store)  # the other worker extracts these turns and stores them
+    user_turns(store, "One more turn.")
+    await end_of_turn(worker, store)  # not due for this worker: it only folds the other's snapshot in
+    assert worker.stats["deferred"] == 1 and worker.graph(TAPE).snapshot_count == 2  # type: ignore[union-attr]
+    index = worker.index(TAPE)
+    assert index is not None and not index.stale  # the next model call does not rebuild it
+    assert "Maya took up the cello." in worker.block(TAPE, "does Maya play the cello?")

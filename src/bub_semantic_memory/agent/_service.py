@@ -228,10 +228,12 @@ class MemoryService:
         index = self._indexes.get(tape)
         key = (tape, graph.version, index.line_count if index is not None else 0, query)
         cached = self._render_cache.get(key)
-        if cached is None:  # searched only on a miss: a tool round's second call costs a look-up
-            if len(self._render_cache) >= _RENDER_CACHE_SIZE:
-                self._render_cache.clear()
-            cached = self._render_cache[key] = self._fresh_block(tape, graph, query).text
+        if cached is not None:  # a tool round's second call: a look-up, no search
+            self.stats["render_cache_hits"] += 1
+            return cached
+        if len(self._render_cache) >= _RENDER_CACHE_SIZE:
+            self._render_cache.clear()
+        cached = self._render_cache[key] = self._fresh_block(tape, graph, query).text
         return cached
 
     def _fresh_block(
@@ -454,6 +456,8 @@ class MemoryService:
             if any(e.id > graph.watermark for e in entries):
                 self._deferred[tape] = store
                 self.stats["deferred"] += 1
+            if not self._index_is_current(tape, graph):  # other workers' snapshots folded in
+                self._prepare_renders(tape, graph, entries)
             return 0
         self._deferred.pop(tape, None)
         stored = 0
@@ -463,11 +467,21 @@ class MemoryService:
             graph.add(snapshot)
             stored += 1
             self.stats["snapshots"] += 1
+        if stored or not self._index_is_current(tape, graph):
+            self._prepare_renders(tape, graph, entries)
         if stored:
-            graph.ranked_keys()  # rank here, off the model-call path, not on the next render
-            self._index_lines(tape, entries)  # likewise: the next render finds the index up to date
             await self._checkpoint_if_due(tape, snapshots, stored)
         return stored
+
+    def _index_is_current(self, tape: str, graph: MemoryGraph) -> bool:
+        index = self._indexes.get(tape)
+        return index is not None and index.graph is graph and not index.stale
+
+    def _prepare_renders(self, tape: str, graph: MemoryGraph, entries: Sequence[Any]) -> None:
+        """Rank and index what the graph gained (this process's snapshots or other workers'),
+        here, off the model-call path, so that the next render finds both up to date."""
+        graph.ranked_keys()
+        self._index_lines(tape, entries)
 
     async def _reload_after_reset(
         self, tape: str, store: TapeStore | AsyncTapeStore, watermark: int
