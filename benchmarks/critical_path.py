@@ -9,11 +9,12 @@ first call. So:
 * **system prompt and note**: a real :class:`BubFramework` with the plugin and one without it
   (both with bub's builtin hooks) are timed call by call, interleaved, on the same unique queries (user
   messages with bub's header lines, naming entities of the memory, absent names, or none).
-  The memory (N entities, 3 relations each, stored as snapshots in the tape's sidecar) is
+  The memory (N entities, 3 relations each, a stated plan per person, stored as snapshots in
+  the tape's sidecar, the lines that said it in the tape) is
   loaded once by the plugin's ``load_state`` before timing, as in a running process. Each
-  query is new, so the plugin's render cache never answers; the cached case (a tool round
-  repeating the turn's query) and the first call after a new snapshot was folded are timed
-  separately. During the timed loops file opens (``open``/``io.open``/``os.open``) are counted
+  query asks a question no other asks, so the plugin's render cache (counted) never answers;
+  the cached case (a tool round repeating the turn's query) and the first call after a new
+  snapshot was folded are timed separately. During the timed loops file opens (``open``/``io.open``/``os.open``) are counted
   and the fake extraction endpoint's requests are counted: both must stay at zero.
 * **tape select**: ``framework.build_tape_context()`` of both frameworks, timed on a 200-turn
   synthetic tape (awaited when it is a coroutine), on a later call of a turn: bub's own select
@@ -65,7 +66,7 @@ from benchmarks.synthetic import (
 from bub_semantic_memory._models import Entity, Snapshot
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.extraction._prompts import PromptLibrary
-from bub_semantic_memory.plugin._hooks import TAPE_STATE_KEY, SemanticMemoryPlugin
+from bub_semantic_memory.plugin._hooks import QUERY_STATE_KEY, TAPE_STATE_KEY, SemanticMemoryPlugin
 from bub_semantic_memory.stores._store import SnapshotStore, append_entries, session_tape_name
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
@@ -119,6 +120,7 @@ class SizeResult:
     ranking_s: float
     first_load_sidecar_opens: int
     extracted: int
+    cache_hits: int
 
 
 def _state(framework: BubFramework, session_id: str, extra: dict[str, Any]) -> dict[str, Any]:
@@ -142,7 +144,7 @@ async def _measure_size(
 ) -> SizeResult:
     session_id = f"cli:bench-{n}"
     tape = session_tape_name(session_id, framework.workspace)
-    memory = make_memory(n, tape=tape)
+    memory = make_memory(n, tape=tape, stated=True)
     tapes = FileTapeStore(bub.home / "tapes")
     append_entries(tapes, tape, memory.told())  # the lines that said the memory: the plugin indexes them too
     store = SnapshotStore(tapes, fsync=False)
@@ -169,6 +171,7 @@ async def _measure_size(
     added_cpu: list[float] = []
     hook_times: list[float] = []
     block_tokens = 0
+    hits_before = plugin.memory.stats["render_cache_hits"]
     gc.collect()
     with FileOpenCounter() as opens:
         for query in timed_queries:
@@ -183,6 +186,7 @@ async def _measure_size(
             added_cpu.append((cpu_end - cpu_middle) - (cpu_middle - cpu_start))
         for query in hook_queries:
             hook_times.append(_timed(_inject, plugin, query, state))
+        cache_hits = plugin.memory.stats["render_cache_hits"] - hits_before  # none: every question is new
         block_tokens = max(estimate_tokens(_inject(plugin, q, state)) for q in hook_queries[:50])
         # A tool round: the same turn's query again (the render cache answers).
         cached = [_timed(_inject, plugin, hook_queries[0], state) for _ in range(iterations)]
@@ -229,6 +233,7 @@ async def _measure_size(
         published_block_tokens=estimate_tokens(published_block),
         ranking_s=statistics.median(ranking),
         first_load_sidecar_opens=first_load_opens.opens_matching("__sidecar__"),
+        cache_hits=cache_hits,
     )
 
 
@@ -288,9 +293,10 @@ async def _after_extraction(
 
 
 def _inject(plugin: SemanticMemoryPlugin, query: str, state: dict[str, Any]) -> str:
-    """What the plugin does on one agent call: record the question, render the block."""
+    """What the plugin does on one agent call: record the question (the prompt without bub's
+    header lines), render the block for it."""
     plugin.system_prompt(query, state)
-    return plugin.memory.block(str(state[TAPE_STATE_KEY]), query)
+    return plugin.memory.block(str(state[TAPE_STATE_KEY]), str(state[QUERY_STATE_KEY]))
 
 
 def _agent_context(
@@ -453,7 +459,8 @@ async def run(config: BenchConfig) -> Section:
         "p95 < 2 ms at 10,000 entities" if not config.quick else "p95 < 2 ms (at 10,000 entities)",
         largest.added.p95 < TARGET_P95_S if not config.quick else None,
         f"p50 {ms(largest.added.p50)}; with plugin p50/p95 {pair(largest.with_plugin)} ms vs without "
-        f"{pair(largest.without)} ms; {largest.added.n} unique queries, render cache never hit; in thread "
+        f"{pair(largest.without)} ms; {largest.added.n} unique queries, render cache hits "
+        f"{largest.cache_hits}; in thread "
         f"CPU time (what the process itself spent, without waiting for other processes) p50/p95 "
         f"{pair(largest.added_cpu)} ms",
         kind="time",

@@ -381,28 +381,39 @@ _ABSENT = [
     "Schedule a call with {x} and {y} tomorrow.",
 ]
 _GENERIC = [
-    "What's the weather like tomorrow?",
-    "Summarise the last three messages, please.",
-    "Thanks, that's all for now!",
-    "Can you list my open tasks?",
+    "What's the weather like on {day} at {time}?",
+    "Summarise the last {count} messages, please.",
+    "Remind me at {time} on {day} to stretch.",
+    "Can you list my open tasks for {day}?",
 ]
+_DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 
 def make_queries(names: list[str], count: int, seed: int) -> list[str]:
-    """``count`` distinct user prompts with bub's header: half name memory entities, a quarter
-    name people who are not in it, a quarter name nobody."""
+    """``count`` user prompts with bub's header, each with a question no other one asks (so
+    the plugin, which reads the question without the header, never answers one from its
+    render cache): half name memory entities, a quarter name people who are not in it, a
+    quarter name nobody."""
     rng = random.Random(seed)
     strangers = NameGenerator(random.Random(seed + 1))
     when = datetime(2026, 3, 1, 8, 0, tzinfo=UTC)
     queries: list[str] = []
+    asked: set[str] = set()
     for index in range(count):
         when += timedelta(seconds=rng.randint(20, 600))
-        kind = index % 4
-        if kind in (0, 1):
-            text = rng.choice(_QUESTIONS).format(a=rng.choice(names), b=rng.choice(names))
-        elif kind == 2:
-            text = rng.choice(_ABSENT).format(x=strangers.person(), y=strangers.person())
-        else:
-            text = rng.choice(_GENERIC)
+        text = _question(index % 4, names, strangers, rng)
+        while text in asked:
+            text = _question(index % 4, names, strangers, rng)
+        asked.add(text)
         queries.append(user_header(when) + text)
     return queries
+
+
+def _question(kind: int, names: list[str], strangers: NameGenerator, rng: random.Random) -> str:
+    if kind in (0, 1):
+        return rng.choice(_QUESTIONS).format(a=rng.choice(names), b=rng.choice(names))
+    if kind == 2:
+        return rng.choice(_ABSENT).format(x=strangers.person(), y=strangers.person())
+    return rng.choice(_GENERIC).format(
+        day=rng.choice(_DAYS), time=f"{rng.randint(7, 20)}:{rng.randint(0, 59):02d}", count=rng.randint(2, 30)
+    )

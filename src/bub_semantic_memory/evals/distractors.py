@@ -14,7 +14,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot, Usage
+from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot, Usage
 from bub_semantic_memory.tape._transcript import Entry
 
 __all__ = [
@@ -121,6 +121,7 @@ def memory_snapshot(
     *,
     usage: Usage | None = None,
     offset: int = 0,
+    facts: tuple[Fact, ...] = (),
 ) -> Snapshot:
     """The ``number``-th snapshot of a made-up memory (entries ``offset + 12 * number + 1`` to ``+ 11``)."""
     first = offset + 12 * number + 1
@@ -134,17 +135,26 @@ def memory_snapshot(
         usage=usage or Usage(),
         entities=tuple(entities),
         relations=tuple(relations),
+        facts=facts,
     )
 
 
 def make_memory(
-    n_entities: int, *, per_snapshot: int = 10, seed: int = SEED, tape: str = "bench-tape", offset: int = 0
+    n_entities: int,
+    *,
+    per_snapshot: int = 10,
+    seed: int = SEED,
+    tape: str = "bench-tape",
+    offset: int = 0,
+    stated: bool = False,
 ) -> MemoryFixture:
     """A memory of ``n_entities`` entities with 3 relations each, as extraction snapshots.
 
     60% people, 20% projects, 10% organisations, 10% places. Each entity is the source (or,
     for places and organisations, the target) of three relations of ontology types, so the
     memory holds about ``3 * n_entities`` relations. Every snapshot covers 12 tape entries.
+    ``stated``: each person also states a plan ("Maya Lin plans to visit Brenport"), so the
+    memory holds stated facts as well (drawn from a second random stream: the rest is the same).
     """
     rng = random.Random(seed + n_entities)
     names = NameGenerator(rng)
@@ -208,18 +218,49 @@ def make_memory(
             for s, t, o in triples
             if s.key != o.key
         )
+    facts_by_snapshot = _plans(entities, by_type, seed + n_entities + 1, per_snapshot) if stated else {}
     snapshots: list[Snapshot] = []
     for number in range(max(1, -(-n_entities // per_snapshot))):
         chunk = entities[number * per_snapshot : (number + 1) * per_snapshot]
         relations = relations_by_snapshot.get(number, [])
         usage = Usage(prompt_tokens=1800, completion_tokens=220, requests=1, attempts=1, latency_s=1.2)
-        snapshots.append(memory_snapshot(tape, number, chunk, relations, usage=usage, offset=offset))
+        facts = tuple(facts_by_snapshot.get(number, ()))
+        snapshots.append(
+            memory_snapshot(tape, number, chunk, relations, usage=usage, offset=offset, facts=facts)
+        )
     return MemoryFixture(
-        snapshots=snapshots, names=[e.name for e in entities], entries=_said(entities, relations_by_snapshot)
+        snapshots=snapshots,
+        names=[e.name for e in entities],
+        entries=_said(entities, relations_by_snapshot, facts_by_snapshot),
     )
 
 
-def _said(entities: list[Entity], relations: dict[int, list[Relation]]) -> list[Entry]:
+def _plans(
+    entities: list[Entity], by_type: dict[str, list[Entity]], seed: int, per_snapshot: int
+) -> dict[int, list[Fact]]:
+    """One stated plan per person, to visit a place of the memory, by snapshot number."""
+    rng = random.Random(seed)
+    places = by_type.get("location") or entities
+    plans: dict[int, list[Fact]] = {}
+    for index, person in enumerate(entities):
+        if person.type != "person":
+            continue
+        place = rng.choice(places)
+        plans.setdefault(index // per_snapshot, []).append(
+            Fact(
+                statement=f"{person.name} plans to visit {place.name}",
+                kind="plan",
+                about=(person.key, place.key),
+                topic="trip",
+                evidence=person.evidence,
+            )
+        )
+    return plans
+
+
+def _said(
+    entities: list[Entity], relations: dict[int, list[Relation]], facts: dict[int, list[Fact]]
+) -> list[Entry]:
     """One user message per entity, at its evidence entry id, saying the facts stated there."""
     names = {entity.key: entity.name for entity in entities}
     by_position: dict[int, list[str]] = {}
@@ -227,6 +268,9 @@ def _said(entities: list[Entity], relations: dict[int, list[Relation]]) -> list[
         for relation in stated:
             sentence = f"{names[relation.source]} {relation.type.replace('_', ' ')} {names[relation.target]}"
             by_position.setdefault(relation.evidence[0], []).append(sentence)
+    for plans in facts.values():
+        for fact in plans:
+            by_position.setdefault(fact.evidence[0], []).append(fact.statement)
     entries = []
     for entity in entities:
         position = entity.evidence[0]
