@@ -145,6 +145,46 @@ def test_a_finding_is_never_older_than_the_graph_and_the_lines_it_was_built_from
     assert berlin().evidence_lines == ("[6] user: Jonas lives in [REDACTED]",)
 
 
+def test_an_index_kept_up_snapshot_by_snapshot_holds_what_one_built_at_the_end_holds() -> None:
+    made_up = make_memory(120, offset=10, stated=True)
+    snapshots = [*FACTS, *(s.model_copy(update={"tape": "t"}) for s in made_up.snapshots)]
+    lines = {**LINES, **{line.entry_id: line.text for line in render_transcript(made_up.entries).lines}}
+    graph = MemoryGraph(ONTOLOGY, tape="t")
+    kept_up = MemoryIndex(graph)
+    for snapshot in snapshots:
+        graph.add(snapshot)
+        said = {entry: text for entry, text in lines.items() if entry <= snapshot.last_entry_id}
+        kept_up.refresh(said)
+        assert graph.changed_since(graph.version - 1) == {
+            graph.resolve(e.key) for e in snapshot.entities
+        } | {k for r in snapshot.relations for k in (graph.resolve(r.source), graph.resolve(r.target))} | {
+            graph.resolve(k) for f in snapshot.facts for k in f.about
+        }
+    kept_up.refresh({6: "[6] user: Jonas Weber lives in [REDACTED]."})  # a line redacted again
+    at_the_end = MemoryIndex(MemoryGraph.fold(snapshots, ONTOLOGY, tape="t"))
+    at_the_end.refresh({**lines, 6: "[6] user: Jonas Weber lives in [REDACTED]."})
+    assert kept_up._texts == at_the_end._texts
+    assert {k: sorted(i.doc for i in v) for k, v in kept_up._items.items()} == {
+        k: sorted(i.doc for i in v) for k, v in at_the_end._items.items()
+    }
+    for question in ("Where did my sister move?", "Where does Jonas live?", "Who plans to visit a place?"):
+        assert {f.id for f in kept_up.rank(question).facts} == {f.id for f in at_the_end.rank(question).facts}
+
+
+def test_a_graph_that_cannot_say_what_changed_has_its_index_read_again() -> None:
+    graph = MemoryGraph.fold(FACTS[:1], ONTOLOGY, tape="t")
+    assert graph.changed_since(-1) is None  # before the graph began
+    restored = MemoryGraph.from_state(graph.to_state())
+    assert restored.changed_since(restored.version) == set()
+    assert restored.changed_since(restored.version - 1) is None  # folded before the checkpoint
+    index = MemoryIndex(restored)
+    index.refresh(LINES)
+    restored.add(FACTS[1])
+    index.refresh()
+    lisbon = index._texts[f"r\t{JONAS.key}\tlives_in\t{LISBON.key}"]
+    assert lisbon == "Jonas Weber lives in Lisbon [9] user: Jonas moved to Lisbon last month."
+
+
 _RANK_IN_A_FRESH_PROCESS = """
 from bub_semantic_memory.evals.distractors import make_memory
 from bub_semantic_memory.extraction._prompts import PromptLibrary

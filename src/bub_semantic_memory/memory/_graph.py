@@ -24,6 +24,7 @@ Folding rules:
 from __future__ import annotations
 
 import bisect
+import collections
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -36,6 +37,7 @@ from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._facts import FactBook, FactView
 
 _MAX_NGRAM_WORDS = 5
+_CHANGES_KEPT = 256  # snapshots whose changed entities the graph remembers (see changed_since)
 _CJK_MIN, _CJK_MAX = 2, 8
 _MAX_WORD_HOLDERS = 5  # a word shared by more entities than this ("project") is not a useful match
 
@@ -162,6 +164,8 @@ class MemoryGraph:
         self._facts = FactBook()
         self.version = 0
         """Bumped on every change; renderers use it to invalidate caches."""
+        self._changes: collections.deque[tuple[int, frozenset[str]]] = collections.deque(maxlen=_CHANGES_KEPT)
+        self._changes_from = 0  # the version the change log starts at
 
     @classmethod
     def fold(
@@ -437,7 +441,7 @@ class MemoryGraph:
             graph._coverage = [(int(first), int(last)) for first, last in state["coverage"]]
             # A checkpoint written before facts existed folded snapshots that had none.
             graph._facts = FactBook.from_state(state.get("facts", ()), graph.resolve)
-        graph.version = len(graph._snapshot_ids)
+        graph.version = graph._changes_from = len(graph._snapshot_ids)
         return graph
 
     # -- folding ---------------------------------------------------------------
@@ -452,17 +456,40 @@ class MemoryGraph:
         if snapshot.id in self._edits.suppressed_snapshots:
             return True  # an import that was undone: folded as nothing
         fallback_position = snapshot.last_entry_id
+        touched: set[str] = set()
         entities, dropped = self._edits.entities(snapshot.entities, fallback_position)
         for entity in entities:
             self._add_entity(entity, fallback_position)
+            touched.add(self.resolve(entity.key))
         relations = self._edits.relations(snapshot.relations, fallback_position, dropped, self._canonical_key)
         for relation in relations:
             self._add_relation(relation, fallback_position)
+            source, _, target = self._canonical_key(relation)
+            touched.update((source, target))
         for fact in self._edits.facts(snapshot.facts, fallback_position, dropped, self.resolve):
             self._facts.add(fact, self.resolve)
+            touched.update(self.resolve(key) for key in fact.about)
         self._ranking = None
         self.version += 1
+        if len(self._changes) == self._changes.maxlen:
+            self._changes_from = self._changes[0][0]
+        self._changes.append((self.version, frozenset(touched)))
         return True
+
+    def changed_since(self, version: int) -> set[str] | None:
+        """The keys of the entities whose own facts changed after ``version``: their names,
+        attributes, relations (a superseded one shares the source, or an end of a symmetric
+        relation, with what superseded it) and stated facts (one that closes another on its
+        topic shares its first entity). None when the graph does not know (a version before
+        it was built from a checkpoint, or further back than its log): read everything."""
+        if version < self._changes_from or version > self.version:
+            return None
+        changed: set[str] = set()
+        for at, keys in reversed(self._changes):
+            if at <= version:
+                break
+            changed.update(keys)
+        return changed
 
     def _cover(self, first: int, last: int) -> None:
         index = bisect.bisect_left(self._coverage, (first, last))

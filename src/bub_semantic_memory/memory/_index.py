@@ -46,6 +46,7 @@ On a large memory a quarter of the documents is thousands ("works", "lives" in e
 ``works_on``/``lives_in`` fact of 10,000 people): every one of them would be scored on every
 model call (12 ms at the 95th percentile, against 1 ms without), to rank documents the question's
 rarer words and names rank anyway."""
+_COUNTS_KEPT = 512  # word counts remembered (and counted again when the index changes)
 _FINDINGS_KEPT = 4096  # findings remembered between questions (cleared when the graph changes)
 _EVIDENCE_LINES = 2  # transcript lines kept with a fact: the first that stated it, and the latest
 _EVIDENCE_CHARS = 300
@@ -188,7 +189,9 @@ class MemoryIndex:
         self._version = -1
         self._lines: dict[int, str] = {}  # entry id -> transcript line, for evidence text
         self._dates: dict[int, str] = {}  # entry id -> its date
-        self._lines_seen = 0
+        self._last_line = 0
+        self._new_lines: set[int] = set()  # entry ids of lines added or rewritten since the last refresh
+        self._cites: dict[int, set[str]] = {}  # entry id -> documents whose evidence holds it
         self._frequencies: dict[tuple[str, str], int] = {}  # (table, word) -> rows holding it, until a change
         self._items: dict[
             str, list[_Item]
@@ -204,6 +207,11 @@ class MemoryIndex:
     def line_count(self) -> int:
         """How many transcript lines the index holds."""
         return len(self._lines)
+
+    @property
+    def last_line_id(self) -> int:
+        """The entry id of the latest transcript line the index holds (0: none)."""
+        return self._last_line
 
     @property
     def stale(self) -> bool:
@@ -228,37 +236,81 @@ class MemoryIndex:
             self._index_lines(
                 {entry: text for entry, text in lines.items() if self._lines.get(entry) != text}
             )
-        if self._version == self.graph.version and self._lines_seen == len(self._lines):
+        if self._version == self.graph.version and not self._new_lines:
             return 0
-        self._lines_seen = len(self._lines)
         version = self.graph.version  # before reading: a fold landing meanwhile is indexed next time
-        items = self._read_items()
-        wanted = dict(self._documents(items))
-        changed = 0
+        touched = self.graph.changed_since(self._version)
+        if touched is None:  # the first refresh, or too far behind the graph: read all of it
+            items = self._read_items()
+            wanted = dict(self._documents(sorted(self.graph.ranked_keys()), items))
+            removed = [doc for doc in self._texts if doc not in wanted]
+        else:  # only the entities the graph changed, and the facts whose evidence lines are new
+            items = self._items_about(touched)
+            wanted = dict(self._documents(sorted(touched), items))
+            removed = []
         with self._lock, self._db:
-            for doc in [d for d in self._texts if d not in wanted]:
-                self._db.execute("DELETE FROM docs WHERE rowid = ?", (self._rowids.pop(doc),))
-                del self._texts[doc]
-                changed += 1
-            for doc, text in wanted.items():
-                if self._texts.get(doc) == text:
-                    continue
-                if doc in self._rowids:
-                    self._db.execute("DELETE FROM docs WHERE rowid = ?", (self._rowids[doc],))
-                cursor = self._db.execute("INSERT INTO docs(doc, text) VALUES (?, ?)", (doc, text))
-                assert cursor.lastrowid is not None
-                self._rowids[doc] = cursor.lastrowid
-                self._texts[doc] = text
-                changed += 1
+            changed = self._write(wanted, removed)
             if changed:
-                self._frequencies = {k: v for k, v in self._frequencies.items() if k[0] != "docs"}
-            self._items_by_doc = {item.doc: item for item in items}
-            self._items = {}
-            for item in items:
-                for key in dict.fromkeys(item.entities):
-                    self._items.setdefault(key, []).append(item)
+                self._recount("docs")
+            self._keep_items(items, everything=touched is None)
+            self._new_lines.clear()
             self._version = version
         return changed
+
+    def _write(self, wanted: Mapping[str, str], removed: Iterable[str]) -> int:
+        """Store the documents whose text changed and delete ``removed``; how many were written.
+        Called under the lock, in a transaction."""
+        changed = 0
+        for doc in removed:
+            self._db.execute("DELETE FROM docs WHERE rowid = ?", (self._rowids.pop(doc),))
+            del self._texts[doc]
+            changed += 1
+        for doc, text in wanted.items():
+            if self._texts.get(doc) == text:
+                continue
+            if doc in self._rowids:
+                self._db.execute("DELETE FROM docs WHERE rowid = ?", (self._rowids[doc],))
+            cursor = self._db.execute("INSERT INTO docs(doc, text) VALUES (?, ?)", (doc, text))
+            assert cursor.lastrowid is not None
+            self._rowids[doc] = cursor.lastrowid
+            self._texts[doc] = text
+            changed += 1
+        return changed
+
+    def _keep_items(self, items: list[_Item], *, everything: bool) -> None:
+        """Make ``items`` the ones ranking reads (all of them, or those that changed)."""
+        if everything:
+            self._items, self._items_by_doc, self._cites = {}, {}, {}
+        for item in items:
+            old = self._items_by_doc.get(item.doc)
+            self._items_by_doc[item.doc] = item
+            for key in dict.fromkeys(item.entities):
+                held = self._items.setdefault(key, [])
+                if old is not None:
+                    held[:] = [i for i in held if i.doc != item.doc]
+                held.append(item)
+            for entry in item.view.evidence:
+                self._cites.setdefault(entry, set()).add(item.doc)
+
+    def _items_about(self, keys: set[str]) -> list[_Item]:
+        """The relations and stated facts about ``keys``, and those whose evidence lines are new."""
+        graph = self.graph
+        found: dict[str, _Item] = {}
+        for key in sorted(keys):
+            for relation in sorted(graph.edges(key), key=_relation_id):
+                doc = _relation_id(relation)
+                found[doc] = _item(
+                    doc, relation, (graph.resolve(relation.source), graph.resolve(relation.target))
+                )
+            for fact in graph.facts_about(key):
+                found[_fact_id(fact)] = _item(
+                    _fact_id(fact), fact, tuple(graph.resolve(k) for k in fact.about)
+                )
+        for entry in sorted(self._new_lines):
+            for doc in sorted(self._cites.get(entry, ())):
+                if doc not in found and doc in self._items_by_doc:
+                    found[doc] = self._items_by_doc[doc]
+        return list(found.values())
 
     def _index_lines(self, lines: Mapping[int, str]) -> None:
         """Add new transcript lines to the line table (and rewrite those whose text changed)."""
@@ -270,8 +322,10 @@ class MemoryIndex:
             )
             self._db.executemany("INSERT INTO lines(rowid, text) VALUES (?, ?)", sorted(lines.items()))
             self._lines.update(lines)
+            self._new_lines.update(lines)
+            self._last_line = max(self._last_line, *lines)
             self._findings.clear()  # a rewritten line changes the evidence lines findings carry
-            self._frequencies = {k: v for k, v in self._frequencies.items() if k[0] != "lines"}
+            self._recount("lines")
 
     def _read_items(self) -> list[_Item]:
         """Every relation (in key order: FTS5 breaks BM25 ties by rowid, which must not follow
@@ -291,9 +345,10 @@ class MemoryIndex:
             items.append(_item(_fact_id(fact), fact, about))
         return items
 
-    def _documents(self, items: list[_Item]) -> Iterable[tuple[str, str]]:
+    def _documents(self, keys: Iterable[str], items: list[_Item]) -> Iterable[tuple[str, str]]:
+        """The documents of the entities ``keys``, then of ``items``."""
         graph = self.graph
-        for key in sorted(graph.ranked_keys()):
+        for key in keys:
             view = graph.view(key)
             if view is not None:
                 yield f"e\t{key}", _entity_text(view)
@@ -330,17 +385,29 @@ class MemoryIndex:
         terms = [
             t for t in dict.fromkeys(re.findall(r"\w+", question.casefold())) if t.isdigit() or len(t) > 1
         ]
-        terms = [t for t in terms if self._frequency(table, t, common) <= common]
+        terms = [t for t in terms if self._frequency(table, t) <= common]
         return " OR ".join(f'"{term}"' for term in terms) if terms else None
 
-    def _frequency(self, table: str, term: str, cap: int) -> int:
-        """How many rows of ``table`` hold ``term`` (counted up to ``cap + 1``; kept until it changes)."""
+    def _frequency(self, table: str, term: str) -> int:
+        """How many rows of ``table`` hold ``term`` (counted up to ``_COMMON_MAX + 1``), as last
+        counted: a change to the table counts the remembered words again (:meth:`_recount`)."""
         count = self._frequencies.get((table, term))
         if count is None:
-            query = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
-            count = int(self._db.execute(query, (f'"{term}"', cap + 1)).fetchone()[0])
-            self._frequencies[(table, term)] = count
+            if len(self._frequencies) >= _COUNTS_KEPT:
+                del self._frequencies[next(iter(self._frequencies))]
+            count = self._frequencies[(table, term)] = self._count(table, term)
         return count
+
+    def _count(self, table: str, term: str) -> int:
+        query = f"SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?)"
+        return int(self._db.execute(query, (f'"{term}"', _COMMON_MAX + 1)).fetchone()[0])
+
+    def _recount(self, table: str) -> None:
+        """Count the remembered words of ``table`` again after it changed. This runs where the
+        table changes, after an extraction, so that the next model call finds the counts ready.
+        Called under the lock."""
+        for key in [key for key in self._frequencies if key[0] == table]:
+            self._frequencies[key] = self._count(table, key[1])
 
     def passages(self, question: str, *, limit: int = 10) -> tuple[Passage, ...]:
         """The transcript lines that match ``question`` best by BM25, best first (at most ``limit``).
