@@ -271,3 +271,23 @@ async def test_snapshots_another_worker_stored_are_indexed_off_the_model_call_pa
     index = worker.index(TAPE)
     assert index is not None and not index.stale  # the next model call does not rebuild it
     assert "Maya took up the cello." in worker.block(TAPE, "does Maya play the cello?")
+
+
+async def test_the_lines_indexed_after_each_extraction_are_those_one_reading_of_the_tape_gives() -> None:
+    from bub_semantic_memory.stores._store import fetch_tape
+    from bub_semantic_memory.tape._transcript import render_transcript
+
+    store, memory = InMemoryTapeStore(), service(ScriptedExtractor())
+    user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
+    call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}
+    store.append(TAPE, TapeEntry.tool_call([call]))
+    await end_of_turn(memory, store)  # the first extraction ends with the call, its result comes later
+    store.append(TAPE, TapeEntry.tool_result(["sunny in Lisbon"]))
+    user_turns(store, "Thanks.", "Maya moved to Porto.")
+    await end_of_turn(memory, store)
+    assert memory.stats["snapshots"] == 2
+    whole = {line.entry_id: line.text for line in render_transcript(await fetch_tape(store, TAPE)).lines}
+    index = memory.index(TAPE)
+    assert index is not None and index.line_count == len(whole) and index.last_line_id == max(whole)
+    [result] = index.passages("sunny")
+    assert result.text == whole[result.entry_id] and "weather returned: sunny in Lisbon" in result.text

@@ -180,9 +180,15 @@ class MemoryService:
         return graph
 
     def _index_lines(self, tape: str, entries: Sequence[Any]) -> None:
-        """Refresh ``tape``'s retrieval index, with the transcript lines that facts cite as evidence."""
+        """Refresh ``tape``'s retrieval index, with the transcript lines that facts cite as evidence.
+
+        Only the entries from the last line indexed on are rendered (from that line's own entry:
+        a tool result's line names the call before it): rendering and redacting a long tape
+        again after each extraction held the event loop for seconds."""
         index = self.index(tape)
         if index is not None:
+            since = index.last_line_id
+            entries = [entry for entry in entries if entry.id >= since] if since else entries
             lines = render_transcript(entries, redact=self._redactor).lines
             dates = {entry.id: entry.date for entry in entries if getattr(entry, "date", "")}
             index.refresh({line.entry_id: line.text for line in lines}, dates)
