@@ -275,7 +275,7 @@ def _said(
     for entity in entities:
         position = entity.evidence[0]
         role = f", {entity.attributes['role']}" if "role" in entity.attributes else ""
-        facts = "; ".join(by_position.get(position, []))
-        text = f"About {entity.name} ({entity.type}{role}): {facts}." if facts else f"About {entity.name}."
+        said = "; ".join(by_position.get(position, []))
+        text = f"About {entity.name} ({entity.type}{role}): {said}." if said else f"About {entity.name}."
         entries.append(Entry(position, "message", {"role": "user", "content": text}))
     return entries
