@@ -16,6 +16,8 @@ __all__ = ["TextSize", "estimate_tokens"]
 
 def estimate_tokens(text: str) -> int:
     """Estimate the tokens of ``text``; never below 1 for non-empty text."""
+    if text.isascii():  # the common case, counted without encoding a copy (rendering calls this per line)
+        return _weigh(len(text), 0)
     ascii_chars = len(text.encode("ascii", "ignore"))
     return _weigh(ascii_chars, len(text) - ascii_chars)
 

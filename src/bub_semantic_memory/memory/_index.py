@@ -472,23 +472,24 @@ class MemoryIndex:
         limit: int,
     ) -> tuple[Finding, ...]:
         past = asks_about_the_past(question)
-        candidates: dict[str, _Item] = {}
+        candidates: dict[str, _Item] = {}  # an item is one object in every list that holds it
         for key in entities:
-            for item in self._items.get(key, ()):
-                candidates.setdefault(item.doc, item)
+            candidates.update((item.doc, item) for item in self._items.get(key, ()))
         for doc in fact_rank:
             hit = self._items_by_doc.get(doc)
             if hit is not None:
-                candidates.setdefault(doc, hit)
+                candidates[doc] = hit
 
         # current facts first, unless the question asks what held before; then by score (the
-        # entities' fused scores plus the fact's own BM25 rank); newest first among equals
+        # entities' fused scores plus the fact's own BM25 rank); newest first among equals.
+        # Plain loops with bound look-ups: this runs for every candidate on every model call.
+        entity_score, bm25_rank = scores.get, fact_rank.get
         ordered: list[tuple[bool, float, int, str]] = []
         for doc, item in candidates.items():
             score = 0.0
-            for key in item.entities:  # not sum() over a generator: this runs for every candidate
-                score += scores.get(key, 0.0)
-            rank = fact_rank.get(doc)
+            for key in item.entities:
+                score += entity_score(key, 0.0)
+            rank = bm25_rank(doc)
             if rank is not None:
                 score += 1.0 / (RRF_K + rank + 1)
             ordered.append((item.superseded != past, -score, -item.newest, doc))

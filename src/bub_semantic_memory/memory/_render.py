@@ -95,6 +95,12 @@ def _entity_line(entity: EntityView) -> str:
     return f"- {entity.name} ({'; '.join(details)})"
 
 
+def _least_line_cost(entity: EntityView) -> int:
+    """A lower bound of what :func:`_entity_line` of ``entity`` costs (``- name (type...)``, each
+    character a quarter token at least, plus the line break)."""
+    return (len(entity.name) + len(entity.type) + 5 + 3) // 4 + 1
+
+
 def _relation_line(graph: MemoryGraph, relation: RelationView) -> str:
     def name(key: str) -> str:
         entity = graph.view(key)
@@ -178,6 +184,9 @@ def render_memory(
             break
         entity = graph.view(key)
         if entity is None:
+            continue
+        if not shown and used + _least_line_cost(entity) > budget:  # a miss, known without formatting it
+            misses += 1
             continue
         line = _entity_line(entity)
         if line not in shown:
