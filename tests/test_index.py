@@ -147,25 +147,40 @@ def test_a_finding_is_never_older_than_the_graph_and_the_lines_it_was_built_from
 
 def test_an_index_kept_up_snapshot_by_snapshot_holds_what_one_built_at_the_end_holds() -> None:
     made_up = make_memory(120, offset=10, stated=True)
-    snapshots = [*FACTS, *(s.model_copy(update={"tape": "t"}) for s in made_up.snapshots)]
+    jonas = Entity.create("Jonas", "person", evidence=[7])  # merged into "Jonas Weber" by name
+    out_of_order = [
+        # a relation under a key no entity has yet: an earlier window folded later
+        snapshot(
+            11, 12, [LISBON], [Relation(source=jonas.key, type="lives_in", target=LISBON.key, evidence=(12,))]
+        ),
+        snapshot(5, 7, [jonas], []),
+        # a relation between two keys that are no entity's: a full read does not find it
+        snapshot(
+            13, 13, [], [Relation(source="person:bo", type="knows", target="person:cy", evidence=(13,))]
+        ),
+    ]
+    snapshots = [*FACTS, *out_of_order, *(s.model_copy(update={"tape": "t"}) for s in made_up.snapshots)]
     lines = {**LINES, **{line.entry_id: line.text for line in render_transcript(made_up.entries).lines}}
     graph = MemoryGraph(ONTOLOGY, tape="t")
     kept_up = MemoryIndex(graph)
-    for snapshot in snapshots:
-        graph.add(snapshot)
-        said = {entry: text for entry, text in lines.items() if entry <= snapshot.last_entry_id}
+    for folded in snapshots:
+        graph.add(folded)
+        said = {entry: text for entry, text in lines.items() if entry <= folded.last_entry_id}
         kept_up.refresh(said)
         assert graph.changed_since(graph.version - 1) == {
-            graph.resolve(e.key) for e in snapshot.entities
-        } | {k for r in snapshot.relations for k in (graph.resolve(r.source), graph.resolve(r.target))} | {
-            graph.resolve(k) for f in snapshot.facts for k in f.about
+            k for e in folded.entities for k in (e.key, graph.resolve(e.key))
+        } | {k for r in folded.relations for k in (graph.resolve(r.source), graph.resolve(r.target))} | {
+            graph.resolve(k) for f in folded.facts for k in f.about
         }
     kept_up.refresh({6: "[6] user: Jonas Weber lives in [REDACTED]."})  # a line redacted again
     at_the_end = MemoryIndex(MemoryGraph.fold(snapshots, ONTOLOGY, tape="t"))
     at_the_end.refresh({**lines, 6: "[6] user: Jonas Weber lives in [REDACTED]."})
     assert kept_up._texts == at_the_end._texts
-    assert {k: sorted(i.doc for i in v) for k, v in kept_up._items.items()} == {
-        k: sorted(i.doc for i in v) for k, v in at_the_end._items.items()
+    assert {k: sorted(v) for k, v in kept_up._items.items()} == {
+        k: sorted(v) for k, v in at_the_end._items.items()
+    }
+    assert {d: i.entities for d, i in kept_up._items_by_doc.items()} == {
+        d: i.entities for d, i in at_the_end._items_by_doc.items()
     }
     for question in ("Where did my sister move?", "Where does Jonas live?", "Who plans to visit a place?"):
         assert {f.id for f in kept_up.rank(question).facts} == {f.id for f in at_the_end.rank(question).facts}

@@ -460,7 +460,7 @@ class MemoryGraph:
         entities, dropped = self._edits.entities(snapshot.entities, fallback_position)
         for entity in entities:
             self._add_entity(entity, fallback_position)
-            touched.add(self.resolve(entity.key))
+            touched.update((entity.key, self.resolve(entity.key)))  # merged by name: both keys
         relations = self._edits.relations(snapshot.relations, fallback_position, dropped, self._canonical_key)
         for relation in relations:
             self._add_relation(relation, fallback_position)

@@ -193,9 +193,7 @@ class MemoryIndex:
         self._new_lines: set[int] = set()  # entry ids of lines added or rewritten since the last refresh
         self._cites: dict[int, set[str]] = {}  # entry id -> documents whose evidence holds it
         self._frequencies: dict[tuple[str, str], int] = {}  # (table, word) -> rows holding it, until a change
-        self._items: dict[
-            str, list[_Item]
-        ] = {}  # entity key -> what is said about it, as of the last refresh
+        self._items: dict[str, dict[str, _Item]] = {}  # entity key -> doc id -> what is said about it
         self._items_by_doc: dict[str, _Item] = {}
         self._findings: dict[str, Finding] = {}  # doc id -> finding, while _findings_state holds
         self._findings_state: tuple[int, int, int] = (-1, 0, 0)
@@ -283,34 +281,50 @@ class MemoryIndex:
             self._items, self._items_by_doc, self._cites = {}, {}, {}
         for item in items:
             old = self._items_by_doc.get(item.doc)
+            if old is not None:  # it may be about other keys now (a merge resolved one of them)
+                for key in old.entities:
+                    held = self._items.get(key, {})
+                    held.pop(item.doc, None)
+                    if not held:
+                        self._items.pop(key, None)
             self._items_by_doc[item.doc] = item
-            for key in dict.fromkeys(item.entities):
-                held = self._items.setdefault(key, [])
-                if old is not None:
-                    held[:] = [i for i in held if i.doc != item.doc]
-                held.append(item)
+            for key in item.entities:
+                self._items.setdefault(key, {})[item.doc] = item
             for entry in item.view.evidence:
                 self._cites.setdefault(entry, set()).add(item.doc)
 
     def _items_about(self, keys: set[str]) -> list[_Item]:
-        """The relations and stated facts about ``keys``, and those whose evidence lines are new."""
+        """The relations and stated facts about ``keys`` (read again from the graph: those it holds
+        now, and those the index held under a key since merged into another), and those whose
+        evidence lines are new. The same relations as :meth:`_read_items` reads."""
         graph = self.graph
-        found: dict[str, _Item] = {}
+        found: dict[str, RelationView | FactView] = {}
         for key in sorted(keys):
             for relation in sorted(graph.edges(key), key=_relation_id):
-                doc = _relation_id(relation)
-                found[doc] = _item(
-                    doc, relation, (graph.resolve(relation.source), graph.resolve(relation.target))
-                )
+                if self._read_with_entities(relation):
+                    found[_relation_id(relation)] = relation
             for fact in graph.facts_about(key):
-                found[_fact_id(fact)] = _item(
-                    _fact_id(fact), fact, tuple(graph.resolve(k) for k in fact.about)
-                )
+                found[_fact_id(fact)] = fact
+            for doc, item in sorted(self._items.get(key, {}).items()):
+                found.setdefault(doc, item.view)
         for entry in sorted(self._new_lines):
             for doc in sorted(self._cites.get(entry, ())):
                 if doc not in found and doc in self._items_by_doc:
-                    found[doc] = self._items_by_doc[doc]
-        return list(found.values())
+                    found[doc] = self._items_by_doc[doc].view
+        return [self._new_item(doc, view) for doc, view in found.items()]
+
+    def _read_with_entities(self, relation: RelationView) -> bool:
+        """Whether a full read finds ``relation``: it walks the edges of the entities, so a
+        relation stored under no entity's own key (both ends not extracted yet, or merged
+        since) is not read."""
+        graph = self.graph
+        return any(graph.resolve(key) == key and graph.view(key) is not None for key in relation.key[::2])
+
+    def _new_item(self, doc: str, view: RelationView | FactView) -> _Item:
+        graph = self.graph
+        if isinstance(view.key, str):
+            return _item(doc, view, tuple(graph.resolve(k) for k in view.about))
+        return _item(doc, view, (graph.resolve(view.source), graph.resolve(view.target)))
 
     def _index_lines(self, lines: Mapping[int, str]) -> None:
         """Add new transcript lines to the line table (and rewrite those whose text changed)."""
@@ -346,9 +360,11 @@ class MemoryIndex:
         return items
 
     def _documents(self, keys: Iterable[str], items: list[_Item]) -> Iterable[tuple[str, str]]:
-        """The documents of the entities ``keys``, then of ``items``."""
+        """The documents of the entities ``keys`` (those that are their own key), then of ``items``."""
         graph = self.graph
         for key in keys:
+            if graph.resolve(key) != key:
+                continue
             view = graph.view(key)
             if view is not None:
                 yield f"e\t{key}", _entity_text(view)
@@ -474,7 +490,7 @@ class MemoryIndex:
         past = asks_about_the_past(question)
         candidates: dict[str, _Item] = {}  # an item is one object in every list that holds it
         for key in entities:
-            candidates.update((item.doc, item) for item in self._items.get(key, ()))
+            candidates.update(self._items.get(key, {}))
         for doc in fact_rank:
             hit = self._items_by_doc.get(doc)
             if hit is not None:
