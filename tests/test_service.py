@@ -273,7 +273,10 @@ async def test_snapshots_another_worker_stored_are_indexed_off_the_model_call_pa
     assert "Maya took up the cello." in worker.block(TAPE, "does Maya play the cello?")
 
 
-async def test_the_lines_indexed_after_each_extraction_are_those_one_reading_of_the_tape_gives() -> None:
+@pytest.mark.parametrize("result_later", [True, False], ids=["ends-on-the-call", "ends-on-its-result"])
+async def test_the_lines_indexed_after_each_extraction_are_those_one_reading_of_the_tape_gives(
+    result_later: bool,
+) -> None:
     from bub_semantic_memory.stores._store import fetch_tape
     from bub_semantic_memory.tape._transcript import render_transcript
 
@@ -281,8 +284,11 @@ async def test_the_lines_indexed_after_each_extraction_are_those_one_reading_of_
     user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
     call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}
     store.append(TAPE, TapeEntry.tool_call([call]))
-    await end_of_turn(memory, store)  # the first extraction ends with the call, its result comes later
-    store.append(TAPE, TapeEntry.tool_result(["sunny in Lisbon"]))
+    if not result_later:
+        store.append(TAPE, TapeEntry.tool_result(["sunny in Lisbon"]))
+    await end_of_turn(memory, store)  # the first extraction ends on the call, or on its result
+    if result_later:
+        store.append(TAPE, TapeEntry.tool_result(["sunny in Lisbon"]))
     user_turns(store, "Thanks.", "Maya moved to Porto.")
     await end_of_turn(memory, store)
     assert memory.stats["snapshots"] == 2
@@ -291,3 +297,6 @@ async def test_the_lines_indexed_after_each_extraction_are_those_one_reading_of_
     assert index is not None and index.line_count == len(whole) and index.last_line_id == max(whole)
     [result] = index.passages("sunny")
     assert result.text == whole[result.entry_id] and "weather returned: sunny in Lisbon" in result.text
+    assert [p.text for p in index.passages("Thanks weather sunny Porto", limit=20)] == [
+        whole[p.entry_id] for p in index.passages("Thanks weather sunny Porto", limit=20)
+    ]

@@ -187,8 +187,7 @@ class MemoryService:
         again after each extraction held the event loop for seconds."""
         index = self.index(tape)
         if index is not None:
-            since = index.last_line_id
-            entries = [entry for entry in entries if entry.id >= since] if since else entries
+            entries = _from_line(entries, index.last_line_id)
             lines = render_transcript(entries, redact=self._redactor).lines
             dates = {entry.id: entry.date for entry in entries if getattr(entry, "date", "")}
             index.refresh({line.entry_id: line.text for line in lines}, dates)
@@ -577,3 +576,18 @@ class MemoryService:
         remaining = deadline - time.monotonic()
         if tasks and remaining > 0:
             await asyncio.wait(tasks, timeout=remaining)
+
+
+def _from_line(entries: Sequence[Any], since: int) -> Sequence[Any]:
+    """The entries to render to index the lines after entry ``since``: from ``since`` on, or
+    from the tool call a tool result at or after it answers (its line names the call's tool)."""
+    if not since:
+        return entries
+    start = since
+    for entry in reversed([e for e in entries if e.id < since]):
+        if entry.kind == "tool_result":
+            break
+        if entry.kind == "tool_call":
+            start = entry.id
+            break
+    return [entry for entry in entries if entry.id >= start]
