@@ -87,10 +87,6 @@ def _fact_id(fact: FactView) -> str:
     return f"s\t{fact.key}"
 
 
-def _item(doc: str, view: RelationView | FactView, entities: tuple[str, ...]) -> _Item:
-    return _Item(doc, view, entities, view.valid_until is not None, max(view.evidence, default=0))
-
-
 def finding_id(item: RelationView | FactView) -> str:
     """The id retrieval gives a relation or a stated fact (what :attr:`Finding.id` holds)."""
     return _fact_id(item) if isinstance(item.key, str) else _relation_id(item)
@@ -195,8 +191,8 @@ class MemoryIndex:
         self._frequencies: dict[tuple[str, str], int] = {}  # (table, word) -> rows holding it, until a change
         self._items: dict[str, dict[str, _Item]] = {}  # entity key -> doc id -> what is said about it
         self._items_by_doc: dict[str, _Item] = {}
-        self._findings: dict[str, Finding] = {}  # doc id -> finding, while _findings_state holds
-        self._findings_state: tuple[int, int, int] = (-1, 0, 0)
+        self._findings: dict[str, Finding] = {}  # doc id -> finding, cleared when lines or dates change
+        self._findings_version = -1  # the graph version the findings were built at
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -230,6 +226,7 @@ class MemoryIndex:
         """
         if dates:
             self._dates.update(dates)
+            self._findings.clear()  # findings carry their evidence's dates
         if lines:
             self._index_lines(
                 {entry: text for entry, text in lines.items() if self._lines.get(entry) != text}
@@ -321,10 +318,10 @@ class MemoryIndex:
         return any(graph.resolve(key) == key and graph.view(key) is not None for key in relation.key[::2])
 
     def _new_item(self, doc: str, view: RelationView | FactView) -> _Item:
-        graph = self.graph
-        if isinstance(view.key, str):
-            return _item(doc, view, tuple(graph.resolve(k) for k in view.about))
-        return _item(doc, view, (graph.resolve(view.source), graph.resolve(view.target)))
+        resolve = self.graph.resolve
+        about = view.about if isinstance(view.key, str) else (view.source, view.target)
+        entities = tuple(resolve(key) for key in about)
+        return _Item(doc, view, entities, view.valid_until is not None, max(view.evidence, default=0))
 
     def _index_lines(self, lines: Mapping[int, str]) -> None:
         """Add new transcript lines to the line table (and rewrite those whose text changed)."""
@@ -352,11 +349,8 @@ class MemoryIndex:
                 doc = _relation_id(relation)
                 if doc not in seen:
                     seen.add(doc)
-                    ends = (graph.resolve(relation.source), graph.resolve(relation.target))
-                    items.append(_item(doc, relation, ends))
-        for fact in graph.fact_views():
-            about = tuple(graph.resolve(k) for k in fact.about)
-            items.append(_item(_fact_id(fact), fact, about))
+                    items.append(self._new_item(doc, relation))
+        items.extend(self._new_item(_fact_id(fact), fact) for fact in graph.fact_views())
         return items
 
     def _documents(self, keys: Iterable[str], items: list[_Item]) -> Iterable[tuple[str, str]]:
@@ -370,11 +364,13 @@ class MemoryIndex:
                 yield f"e\t{key}", _entity_text(view)
         for item in items:
             evidence = " ".join(self.evidence_lines(item.view.evidence))
-            if isinstance(item.view.key, str):
-                sentence = stated_sentence(item.view)
-            else:
-                sentence = fact_sentence(graph, item.view)
-            yield item.doc, f"{sentence} {evidence}".strip()
+            yield item.doc, f"{self._sentence(item.view)} {evidence}".strip()
+
+    def _sentence(self, item: RelationView | FactView) -> str:
+        """A relation or a stated fact in words, as its document and its finding say it."""
+        if isinstance(item.key, str):
+            return stated_sentence(item)
+        return fact_sentence(self.graph, item)
 
     def evidence_lines(self, evidence: Iterable[int]) -> tuple[str, ...]:
         """The transcript lines of the first and the latest entry that state a fact (those known)."""
@@ -515,10 +511,9 @@ class MemoryIndex:
     def _finding(self, item: RelationView | FactView) -> Finding:
         """``item`` as retrieval returns it, remembered until the graph or the lines change (the
         same facts come back turn after turn, and building one reads its evidence lines)."""
-        state = (self.graph.version, len(self._lines), len(self._dates))
-        if state != self._findings_state or len(self._findings) >= _FINDINGS_KEPT:
+        if self._findings_version != self.graph.version or len(self._findings) >= _FINDINGS_KEPT:
             self._findings.clear()
-            self._findings_state = state
+            self._findings_version = self.graph.version
         doc = finding_id(item)
         found = self._findings.get(doc)
         if found is None:
@@ -535,7 +530,7 @@ class MemoryIndex:
             fact: FactView = item
             return Finding(
                 id=_fact_id(fact),
-                sentence=stated_sentence(fact),
+                sentence=self._sentence(fact),
                 kind=fact.kind,
                 type=fact.topic,
                 entities=tuple(dict.fromkeys(self.graph.resolve(k) for k in fact.about)),
@@ -550,7 +545,7 @@ class MemoryIndex:
         relation: RelationView = item
         return Finding(
             id=_relation_id(relation),
-            sentence=fact_sentence(self.graph, relation),
+            sentence=self._sentence(relation),
             kind="relation",
             type=relation.type,
             entities=(relation.source, relation.target),
