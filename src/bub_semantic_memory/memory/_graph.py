@@ -463,8 +463,7 @@ class MemoryGraph:
             touched.update((entity.key, self.resolve(entity.key)))  # merged by name: both keys
         relations = self._edits.relations(snapshot.relations, fallback_position, dropped, self._canonical_key)
         for relation in relations:
-            self._add_relation(relation, fallback_position)
-            source, _, target = self._canonical_key(relation)
+            source, _, target = self._add_relation(relation, fallback_position)
             touched.update((source, target))
         for fact in self._edits.facts(snapshot.facts, fallback_position, dropped, self.resolve):
             self._facts.add(fact, self.resolve)
@@ -581,7 +580,8 @@ class MemoryGraph:
             source, target = target, source
         return (source, rel_type, target)
 
-    def _add_relation(self, relation: Relation, fallback_position: int) -> None:
+    def _add_relation(self, relation: Relation, fallback_position: int) -> RelationKey:
+        """Fold ``relation`` in; returns the key it is stored under."""
         key = self._canonical_key(relation)
         source, rel_type, target = key
         position = max(relation.evidence, default=fallback_position)
@@ -612,6 +612,7 @@ class MemoryGraph:
             self._supersede(edge)
         if self._edits:
             self._apply_end(edge)
+        return key
 
     def _apply_end(self, edge: _Edge) -> None:
         """Close ``edge`` where a person ended it (the earlier of that entry and a supersession)."""
