@@ -461,8 +461,7 @@ class MemoryService:
             if any(e.id > graph.watermark for e in entries):
                 self._deferred[tape] = store
                 self.stats["deferred"] += 1
-            if not self._index_is_current(tape, graph):  # other workers' snapshots folded in
-                self._prepare_renders(tape, graph, entries)
+            self._prepare_renders(tape, graph, entries)  # other workers' snapshots may have folded in
             return 0
         self._deferred.pop(tape, None)
         stored = 0
@@ -472,19 +471,20 @@ class MemoryService:
             graph.add(snapshot)
             stored += 1
             self.stats["snapshots"] += 1
-        if stored or not self._index_is_current(tape, graph):
-            self._prepare_renders(tape, graph, entries)
+        self._prepare_renders(tape, graph, entries, stored=stored > 0)
         if stored:
             await self._checkpoint_if_due(tape, snapshots, stored)
         return stored
 
-    def _index_is_current(self, tape: str, graph: MemoryGraph) -> bool:
+    def _prepare_renders(
+        self, tape: str, graph: MemoryGraph, entries: Sequence[Any], *, stored: bool = False
+    ) -> None:
+        """Rank and index what the graph gained (this process's snapshots, or other workers'
+        folded in), here, off the model-call path, so that the next render finds both up to
+        date. Nothing to do when nothing was stored and the index is level with the graph."""
         index = self._indexes.get(tape)
-        return index is not None and index.graph is graph and not index.stale
-
-    def _prepare_renders(self, tape: str, graph: MemoryGraph, entries: Sequence[Any]) -> None:
-        """Rank and index what the graph gained (this process's snapshots or other workers'),
-        here, off the model-call path, so that the next render finds both up to date."""
+        if not stored and index is not None and index.graph is graph and not index.stale:
+            return
         graph.ranked_keys()
         self._index_lines(tape, entries)
 
