@@ -67,7 +67,7 @@ from benchmarks.synthetic import (
 from bub_semantic_memory._models import Entity, Snapshot
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.extraction._prompts import PromptLibrary
-from bub_semantic_memory.plugin._hooks import QUERY_STATE_KEY, TAPE_STATE_KEY, SemanticMemoryPlugin
+from bub_semantic_memory.plugin._hooks import TAPE_STATE_KEY, SemanticMemoryPlugin
 from bub_semantic_memory.stores._store import SnapshotStore, append_entries, session_tape_name
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
@@ -305,7 +305,7 @@ def _inject(plugin: SemanticMemoryPlugin, query: str, state: dict[str, Any]) -> 
     """What the plugin does on one agent call: record the question (the prompt without bub's
     header lines), render the block for it."""
     plugin.system_prompt(query, state)
-    return plugin.memory.block(str(state[TAPE_STATE_KEY]), str(state[QUERY_STATE_KEY]))
+    return plugin._block_for(state)  # the plugin's own call: the tape and question the hook recorded
 
 
 def _agent_context(
