@@ -250,6 +250,7 @@ class MemoryIndex:
             self._keep_items(items, everything=touched is None)
             self._new_lines.clear()
             self._version = version
+            self._forget_findings(version)
         return changed
 
     def _write(self, wanted: Mapping[str, str], removed: Iterable[str]) -> int:
@@ -511,14 +512,22 @@ class MemoryIndex:
     def _finding(self, item: RelationView | FactView) -> Finding:
         """``item`` as retrieval returns it, remembered until the graph or the lines change (the
         same facts come back turn after turn, and building one reads its evidence lines)."""
-        if self._findings_version != self.graph.version or len(self._findings) >= _FINDINGS_KEPT:
-            self._findings.clear()
-            self._findings_version = self.graph.version
+        if self._findings_version != self.graph.version:  # a refresh has usually done this already
+            self._forget_findings(self.graph.version)
         doc = finding_id(item)
         found = self._findings.get(doc)
         if found is None:
+            if len(self._findings) >= _FINDINGS_KEPT:
+                # the oldest one only: freeing thousands at once takes milliseconds of a model call
+                del self._findings[next(iter(self._findings))]
             found = self._findings[doc] = self._new_finding(item)
         return found
+
+    def _forget_findings(self, version: int) -> None:
+        """Drop the findings built before the graph reached ``version``. A refresh does it, off
+        the model call, so that the call after a new snapshot does not pay for it."""
+        self._findings.clear()
+        self._findings_version = version
 
     def _new_finding(self, item: RelationView | FactView) -> Finding:
         evidence = tuple(sorted(item.evidence))
