@@ -165,18 +165,22 @@ def test_an_index_kept_up_snapshot_by_snapshot_holds_what_one_built_at_the_end_h
     lines = {**LINES, **{line.entry_id: line.text for line in render_transcript(made_up.entries).lines}}
     graph = MemoryGraph(ONTOLOGY, tape="t")
     kept_up = MemoryIndex(graph)
-    for folded in snapshots:
+    questions = ("Where did my sister move?", "Where does Jonas live?", "Who plans to visit a place?")
+    for number, folded in enumerate(snapshots):
         graph.add(folded)
         said = {entry: text for entry, text in lines.items() if entry <= folded.last_entry_id}
-        kept_up.refresh(said)
+        kept_up.refresh(said, {entry: f"2026-01-{1 + entry % 28:02d}" for entry in said})
+        kept_up.rank(questions[number % 3])  # findings remembered from one snapshot to the next
+        kept_up.facts_of(graph.resolve(JONAS.key))
         assert graph.changed_since(graph.version - 1) == {
             k for e in folded.entities for k in (e.key, graph.resolve(e.key))
         } | {k for r in folded.relations for k in (graph.resolve(r.source), graph.resolve(r.target))} | {
             graph.resolve(k) for f in folded.facts for k in f.about
         }
-    kept_up.refresh({6: "[6] user: Jonas Weber lives in [REDACTED]."})  # a line redacted again
+    kept_up.refresh({6: "[6] user: Jonas Weber lives in [REDACTED]."}, {9: "2026-02-02"})  # said again
     at_the_end = MemoryIndex(MemoryGraph.fold(snapshots, ONTOLOGY, tape="t"))
-    at_the_end.refresh({**lines, 6: "[6] user: Jonas Weber lives in [REDACTED]."})
+    dates = {entry: f"2026-01-{1 + entry % 28:02d}" for entry in lines}
+    at_the_end.refresh({**lines, 6: "[6] user: Jonas Weber lives in [REDACTED]."}, {**dates, 9: "2026-02-02"})
     assert kept_up._texts == at_the_end._texts
     assert {k: sorted(v) for k, v in kept_up._items.items()} == {
         k: sorted(v) for k, v in at_the_end._items.items()
@@ -184,8 +188,11 @@ def test_an_index_kept_up_snapshot_by_snapshot_holds_what_one_built_at_the_end_h
     assert {d: i.entities for d, i in kept_up._items_by_doc.items()} == {
         d: i.entities for d, i in at_the_end._items_by_doc.items()
     }
-    for question in ("Where did my sister move?", "Where does Jonas live?", "Who plans to visit a place?"):
+    for question in questions:
         assert {f.id for f in kept_up.rank(question).facts} == {f.id for f in at_the_end.rank(question).facts}
+        assert set(kept_up.rank(question).facts) == set(at_the_end.rank(question).facts)  # what they say, too
+    for key in sorted(at_the_end._items):
+        assert kept_up.facts_of(key) == at_the_end.facts_of(key), key
 
 
 def test_a_graph_that_cannot_say_what_changed_has_its_index_read_again() -> None:
@@ -282,16 +289,19 @@ def test_a_full_findings_cache_lets_go_of_its_oldest_finding_only(monkeypatch: p
     assert all(again is before for again, before in zip(latest, found[-len(latest) :], strict=True))
 
 
-def test_a_refresh_lets_go_of_the_findings_a_new_snapshot_made_old() -> None:
-    """So that the first model call after an extraction does not pay for it."""
+def test_a_refresh_lets_go_of_the_findings_a_new_snapshot_changed_and_keeps_the_rest() -> None:
+    """So that the first model call after an extraction builds only what changed (building
+    twenty findings took 0.19 ms of it at 10,000 entities)."""
     graph = MemoryGraph.fold(FACTS[:1], ONTOLOGY, tape="t")
     index = MemoryIndex(graph)
     index.refresh(LINES)
-    assert index.facts_of(JONAS.key) and index._findings
-    graph.add(FACTS[1])
-    index.refresh()
-    assert index._findings == {}
-    assert any(not f.current for f in index.facts_of(JONAS.key))  # built from the new graph
+    lena, jonas = index.facts_of(LENA.key), index.facts_of(JONAS.key)
+    graph.add(FACTS[1])  # Jonas moves to Lisbon
+    index.refresh({9: LINES[9]})
+    assert all(later is earlier for later, earlier in zip(index.facts_of(LENA.key), lena, strict=True))
+    moved = index.facts_of(JONAS.key)
+    assert len(moved) == len(jonas) + 1 and not any(later in jonas for later in moved)
+    assert [f.current for f in moved if "Berlin" in f.sentence] == [False]
 
 
 def test_the_search_tables_stay_in_few_segments_however_many_small_writes_they_take() -> None:

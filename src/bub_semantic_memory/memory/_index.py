@@ -194,8 +194,8 @@ class MemoryIndex:
         self._frequencies: dict[tuple[str, str], int] = {}  # (table, word) -> rows holding it, until a change
         self._items: dict[str, dict[str, _Item]] = {}  # entity key -> doc id -> what is said about it
         self._items_by_doc: dict[str, _Item] = {}
-        self._findings: dict[str, Finding] = {}  # doc id -> finding, cleared when lines or dates change
-        self._findings_version = -1  # the graph version the findings were built at
+        self._findings: dict[str, Finding] = {}  # doc id -> finding, dropped when what it says changes
+        self._findings_version = -1  # the graph version the findings are up to
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -228,8 +228,9 @@ class MemoryIndex:
         Returns how many documents were written or deleted (0 when nothing changed).
         """
         if dates:
+            redated = [entry for entry, date in dates.items() if self._dates.get(entry) != date]
             self._dates.update(dates)
-            self._findings.clear()  # findings carry their evidence's dates
+            self._drop_findings_citing(redated)  # findings carry their evidence's dates
         if lines:
             self._index_lines(
                 {entry: text for entry, text in lines.items() if self._lines.get(entry) != text}
@@ -254,7 +255,11 @@ class MemoryIndex:
             self._keep_items(items, everything=touched is None)
             self._new_lines.clear()
             self._version = version
-            self._forget_findings(version)
+            if touched is None:
+                self._findings.clear()
+            for item in items:  # what the graph or new lines changed: the findings of the rest hold
+                self._findings.pop(item.doc, None)
+            self._findings_version = version
         return changed
 
     def _write(self, wanted: Mapping[str, str], removed: Iterable[str]) -> int:
@@ -340,7 +345,6 @@ class MemoryIndex:
             self._lines.update(lines)
             self._new_lines.update(lines)
             self._last_line = max(self._last_line, *lines)
-            self._findings.clear()  # a rewritten line changes the evidence lines findings carry
             self._compact("lines", len(lines), len(self._lines))
             self._recount("lines")
 
@@ -530,10 +534,11 @@ class MemoryIndex:
         return tuple(self._finding(candidates[key[3]].view) for key in ordered[:limit])
 
     def _finding(self, item: RelationView | FactView) -> Finding:
-        """``item`` as retrieval returns it, remembered until the graph or the lines change (the
-        same facts come back turn after turn, and building one reads its evidence lines)."""
-        if self._findings_version != self.graph.version:  # a refresh has usually done this already
-            self._forget_findings(self.graph.version)
+        """``item`` as retrieval returns it, remembered until a refresh finds what it says changed
+        (the same facts come back turn after turn, and building one reads its evidence lines)."""
+        if self._findings_version != self.graph.version:  # not refreshed since the graph changed
+            self._findings.clear()
+            self._findings_version = self.graph.version
         doc = finding_id(item)
         found = self._findings.get(doc)
         if found is None:
@@ -543,11 +548,11 @@ class MemoryIndex:
             found = self._findings[doc] = self._new_finding(item)
         return found
 
-    def _forget_findings(self, version: int) -> None:
-        """Drop the findings built before the graph reached ``version``. A refresh does it, off
-        the model call, so that the call after a new snapshot does not pay for it."""
-        self._findings.clear()
-        self._findings_version = version
+    def _drop_findings_citing(self, entries: Iterable[int]) -> None:
+        """Drop the findings whose evidence holds one of ``entries`` (entries whose dates changed)."""
+        for entry in entries:
+            for doc in self._cites.get(entry, ()):
+                self._findings.pop(doc, None)
 
     def _new_finding(self, item: RelationView | FactView) -> Finding:
         evidence = tuple(sorted(item.evidence))
