@@ -147,6 +147,7 @@ def make_memory(
     tape: str = "bench-tape",
     offset: int = 0,
     stated: bool = False,
+    hub: int = 0,
 ) -> MemoryFixture:
     """A memory of ``n_entities`` entities with 3 relations each, as extraction snapshots.
 
@@ -155,6 +156,8 @@ def make_memory(
     memory holds about ``3 * n_entities`` relations. Every snapshot covers 12 tape entries.
     ``stated``: each person also states a plan ("Maya Lin plans to visit Brenport"), so the
     memory holds stated facts as well (drawn from a second random stream: the rest is the same).
+    ``hub``: the first person also knows that many of the other people (taken in order), as the
+    user of a personal tape knows nearly everyone in it; the rest is the same.
     """
     rng = random.Random(seed + n_entities)
     names = NameGenerator(rng)
@@ -218,6 +221,12 @@ def make_memory(
             for s, t, o in triples
             if s.key != o.key
         )
+    if hub:
+        people = by_type.get("person", [])
+        for other in people[1 : hub + 1]:
+            relations_by_snapshot.setdefault((other.evidence[0] - offset) // 12, []).append(
+                Relation(source=people[0].key, type="knows", target=other.key, evidence=other.evidence)
+            )
     facts_by_snapshot = _plans(entities, by_type, seed + n_entities + 1, per_snapshot) if stated else {}
     snapshots: list[Snapshot] = []
     for number in range(max(1, -(-n_entities // per_snapshot))):

@@ -119,8 +119,9 @@ class FactBook:
     def __len__(self) -> int:
         return len(self._facts)
 
-    def add(self, fact: Fact, resolve: Callable[[str], str]) -> None:
-        """Fold one fact in (see the module docstring)."""
+    def add(self, fact: Fact, resolve: Callable[[str], str]) -> set[str]:
+        """Fold one fact in (see the module docstring). Returns the entity keys (as folded) whose
+        facts changed: those ``fact`` is about, and those of the facts it closed or reopened."""
         subject = resolve(fact.about[0]) if fact.about else ""
         folded = self._facts.get(fact.key) or self._said_before(fact, subject)
         if folded is None:
@@ -140,10 +141,14 @@ class FactBook:
             folded.when, folded.said_when = fact.when, fact.said_when
         if fact.evidence and (folded.valid_from is None or min(fact.evidence) < folded.valid_from):
             folded.valid_from = min(fact.evidence)
+        changed = {*fact.about, *folded.about}
         if folded.kind in SUPERSEDING_KINDS and folded.topic:
             topic = self._topics.setdefault((subject, folded.topic), {})
             topic[folded.key] = None
-            self._order([self._facts[k] for k in topic])
+            ordered = [self._facts[k] for k in topic]
+            self._order(ordered)
+            changed.update(key for each in ordered for key in each.about)
+        return changed
 
     def _keep(self, fact: _Stated, subject: str) -> None:
         """Store a new fact and index it by its subject and by every entity it is about."""

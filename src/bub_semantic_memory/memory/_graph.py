@@ -84,6 +84,17 @@ class RelationView(Protocol):
     def key(self) -> RelationKey: ...
 
 
+def item_id(item: RelationView | FactView) -> str:
+    """The id of a relation or a stated fact, as retrieval and rendering name it."""
+    key = item.key
+    return f"s\t{key}" if isinstance(key, str) else "r\t" + "\t".join(key)
+
+
+def _current_and_newest_first(pair: tuple[str, RelationView | FactView]) -> tuple[bool, int, str]:
+    item_id, item = pair
+    return item.valid_until is not None, -max(item.evidence, default=0), item_id
+
+
 @dataclass(slots=True)
 class _Node:
     key: str
@@ -166,6 +177,9 @@ class MemoryGraph:
         """Bumped on every change; renderers use it to invalidate caches."""
         self._changes: collections.deque[tuple[int, frozenset[str]]] = collections.deque(maxlen=_CHANGES_KEPT)
         self._changes_from = 0  # the version the change log starts at
+        # entity key -> (the version it was last known good at, its relations and facts in order)
+        self._in_order: dict[str, tuple[int, list[tuple[str, RelationView | FactView]]]] = {}
+        self._changed_memo: tuple[int, dict[int, set[str] | None]] = (0, {})
 
     @classmethod
     def fold(
@@ -285,6 +299,10 @@ class MemoryGraph:
         """Read-only views of the facts about the entity ``key``."""
         return self._facts.about(self.keys_of(key))
 
+    def degree(self, key: str) -> int:
+        """How many relations touch ``key``."""
+        return len(self._adjacency.get(self.resolve(key), ()))
+
     def neighbours(self, key: str) -> list[str]:
         """Keys one relation away from ``key``."""
         key = self.resolve(key)
@@ -293,6 +311,38 @@ class MemoryGraph:
             source, _, target = rel_key
             found[target if source == key else source] = None
         return list(found)
+
+    def facts_in_order(self, key: str) -> list[tuple[str, RelationView | FactView]]:
+        """The relations and stated facts about the entity ``key`` with their ids (see
+        :func:`item_id`): current before superseded, newest first, then by id.
+
+        Kept until a fold touches the entity: an entity that thousands of relations touch (the
+        user of a personal tape) took milliseconds to sort on every model call that showed it.
+        """
+        key = self.resolve(key)
+        cached = self._in_order.get(key)
+        if cached is not None:
+            at, pairs = cached
+            if at == self.version:
+                return pairs
+            changed = self._changed_since_memo(at)
+            if changed is not None and key not in changed:
+                self._in_order[key] = (self.version, pairs)
+                return pairs
+        items: list[RelationView | FactView] = [*self.edges(key), *self.facts_about(key)]
+        pairs = sorted(((item_id(item), item) for item in items), key=_current_and_newest_first)
+        self._in_order[key] = (self.version, pairs)
+        return pairs
+
+    def _changed_since_memo(self, version: int) -> set[str] | None:
+        """:meth:`changed_since`, remembered while the graph stays at this version."""
+        at, memo = self._changed_memo
+        if at != self.version:
+            memo = {}
+            self._changed_memo = (self.version, memo)
+        if version not in memo:
+            memo[version] = self.changed_since(version)
+        return memo[version]
 
     def last_seen(self, key: str) -> int:
         node = self._nodes.get(self.resolve(key))
@@ -463,11 +513,9 @@ class MemoryGraph:
             touched.update((entity.key, self.resolve(entity.key)))  # merged by name: both keys
         relations = self._edits.relations(snapshot.relations, fallback_position, dropped, self._canonical_key)
         for relation in relations:
-            source, _, target = self._add_relation(relation, fallback_position)
-            touched.update((source, target))
+            touched.update(self._add_relation(relation, fallback_position))
         for fact in self._edits.facts(snapshot.facts, fallback_position, dropped, self.resolve):
-            self._facts.add(fact, self.resolve)
-            touched.update(self.resolve(key) for key in fact.about)
+            touched.update(self.resolve(key) for key in self._facts.add(fact, self.resolve))
         self._ranking = None
         self.version += 1
         if len(self._changes) == self._changes.maxlen:
@@ -580,8 +628,9 @@ class MemoryGraph:
             source, target = target, source
         return (source, rel_type, target)
 
-    def _add_relation(self, relation: Relation, fallback_position: int) -> RelationKey:
-        """Fold ``relation`` in; returns the key it is stored under."""
+    def _add_relation(self, relation: Relation, fallback_position: int) -> set[str]:
+        """Fold ``relation`` in. Returns the entity keys whose relations changed: its ends, and
+        the ends of a relation it superseded (or that superseded it)."""
         key = self._canonical_key(relation)
         source, rel_type, target = key
         position = max(relation.evidence, default=fallback_position)
@@ -609,10 +658,12 @@ class MemoryGraph:
             and self.ontology.is_single_valued(rel_type)
             and relation.valid_until is None
         ):
-            self._supersede(edge)
+            changed = self._supersede(edge)
+        else:
+            changed = {source, target}
         if self._edits:
             self._apply_end(edge)
-        return key
+        return changed
 
     def _apply_end(self, edge: _Edge) -> None:
         """Close ``edge`` where a person ended it (the earlier of that entry and a supersession)."""
@@ -628,8 +679,10 @@ class MemoryGraph:
             slots.append((edge.target, edge.type))
         return slots
 
-    def _supersede(self, edge: _Edge) -> None:
-        """Keep one current value per (source, type): the one stated latest in the tape."""
+    def _supersede(self, edge: _Edge) -> set[str]:
+        """Keep one current value per (source, type): the one stated latest in the tape. Returns
+        the ends of ``edge`` and of every relation it superseded or was superseded by."""
+        changed = {edge.source, edge.target}
         for slot in self._slots(edge):
             current_key = self._current.get(slot)
             if current_key is None or current_key == edge.key:
@@ -644,3 +697,5 @@ class MemoryGraph:
                 self._current[newer_slot] = newer.key
             if self._edits:
                 self._apply_end(older)
+            changed.update((current.source, current.target))
+        return changed

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from bub_semantic_memory.memory._graph import EntityView, FactView, MemoryGraph, RelationView
+from bub_semantic_memory.memory._graph import item_id as finding_id
 
 __all__ = ["Finding", "MemoryIndex", "Passage", "Ranking", "asks_about_the_past", "fact_sentence"]
 
@@ -86,11 +87,6 @@ def _relation_id(relation: RelationView) -> str:
 
 def _fact_id(fact: FactView) -> str:
     return f"s\t{fact.key}"
-
-
-def finding_id(item: RelationView | FactView) -> str:
-    """The id retrieval gives a relation or a stated fact (what :attr:`Finding.id` holds)."""
-    return _fact_id(item) if isinstance(item.key, str) else _relation_id(item)
 
 
 def stated_sentence(fact: FactView) -> str:
@@ -594,11 +590,7 @@ class MemoryIndex:
     def facts_of(self, key: str) -> tuple[Finding, ...]:
         """Every relation and stated fact about the entity ``key``: current ones first, then
         superseded, latest first."""
-        items: list[RelationView | FactView] = [*self.graph.edges(key), *self.graph.facts_about(key)]
-        ordered = sorted(
-            items, key=lambda i: (i.valid_until is not None, -max(i.evidence, default=0), finding_id(i))
-        )
-        return tuple(self._finding(item) for item in ordered)
+        return tuple(self._finding(item) for _, item in self.graph.facts_in_order(key))
 
     def close(self) -> None:
         with self._lock:

@@ -25,12 +25,13 @@ can carry only what is new since earlier blocks that are still in the agent's co
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.memory._graph import EntityView, FactView, MemoryGraph, RelationView
-from bub_semantic_memory.memory._index import Ranking, finding_id, stated_sentence
+from bub_semantic_memory.memory._index import Ranking, stated_sentence
 
 __all__ = ["DEFAULT_BUDGET", "MemoryBlock", "render_memory"]
 
@@ -128,20 +129,14 @@ def _line(graph: MemoryGraph, item: RelationView | FactView) -> str:
 
 def _facts_in_order(
     graph: MemoryGraph, key: str, fact_order: dict[str, int]
-) -> list[tuple[str, RelationView | FactView]]:
-    """An entity's relations and stated facts: ranked ones first, then current before history,
-    the newest first."""
-    found: list[RelationView | FactView] = [*graph.edges(key), *graph.facts_about(key)]
-    items = [(finding_id(item), item) for item in found]
-    return sorted(
-        items,
-        key=lambda pair: (
-            fact_order.get(pair[0], len(fact_order)),
-            pair[1].valid_until is not None,
-            -max(pair[1].evidence, default=0),
-            pair[0],
-        ),
-    )
+) -> Iterator[tuple[str, RelationView | FactView]]:
+    """An entity's relations and stated facts: ranked ones first, in their order, then current
+    before history, the newest first."""
+    pairs = graph.facts_in_order(key)
+    ranked = sorted((pair for pair in pairs if pair[0] in fact_order), key=lambda pair: fact_order[pair[0]])
+    if not ranked:
+        return iter(pairs)
+    return itertools.chain(ranked, (pair for pair in pairs if pair[0] not in fact_order))
 
 
 def render_memory(
@@ -197,6 +192,7 @@ def render_memory(
             lines.append(line)
             used += cost
             entities += 1
+        fact_misses = 0
         for fact_id, item in _facts_in_order(graph, key, fact_order):
             if fact_id in shown_facts:
                 continue
@@ -205,7 +201,11 @@ def render_memory(
                 continue
             cost = estimate_tokens(fact) + 1
             if used + cost > budget:
+                fact_misses += 1
+                if fact_misses >= _GIVE_UP_AFTER_MISSES:  # an entity of thousands would be read to its end
+                    break
                 continue
+            fact_misses = 0
             lines.append(fact)
             used += cost
             facts += 1
