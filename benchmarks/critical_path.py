@@ -9,8 +9,9 @@ first call. So:
 * **system prompt and note**: a real :class:`BubFramework` with the plugin and one without it
   (both with bub's builtin hooks) are timed call by call, interleaved, on the same unique queries (user
   messages with bub's header lines, naming entities of the memory, absent names, or none).
-  The memory (N entities, 3 relations each, a stated plan per person, stored as snapshots in
-  the tape's sidecar, the lines that said it in the tape) is
+  The memory (N entities, 3 relations each, a stated plan per person, and one person who knows
+  a fifth of the memory, as the user of a personal tape knows nearly everyone in it; stored as
+  snapshots in the tape's sidecar, the lines that said it in the tape) is
   loaded once by the plugin's ``load_state`` before timing, as in a running process. Each
   query asks a question no other asks, so the plugin's render cache (counted) never answers;
   the cached case (a tool round repeating the turn's query) and the first call after a new
@@ -111,6 +112,7 @@ class SizeResult:
     hook: Summary
     cached: Summary
     after_snapshot: Summary
+    background: Summary
     load_state: Summary
     block_tokens: int
     opens: int
@@ -146,7 +148,7 @@ async def _measure_size(
 ) -> SizeResult:
     session_id = f"cli:bench-{n}"
     tape = session_tape_name(session_id, framework.workspace)
-    memory = make_memory(n, tape=tape, stated=True)
+    memory = make_memory(n, tape=tape, stated=True, hub=n // 5)
     tapes = FileTapeStore(bub.home / "tapes")
     append_entries(tapes, tape, memory.told())  # the lines that said the memory: the plugin indexes them too
     store = SnapshotStore(tapes, fsync=False)
@@ -199,8 +201,8 @@ async def _measure_size(
             load_state.append(time.perf_counter() - start)
     requests = len(server.requests) - requests_before
     # The first call after the plugin's own background extraction stored a new snapshot.
-    after, after_requests, after_opens, extracted = await _after_extraction(
-        framework, plugin, server, session_id, state, timed_queries[:after_turns]
+    after, after_requests, after_opens, extracted, background = await _after_extraction(
+        framework, plugin, server, session_id, state, timed_queries[:after_turns], memory.names[0]
     )
     requests += after_requests
     ranking: list[float] = []
@@ -231,6 +233,7 @@ async def _measure_size(
         hook=summarise(hook_times),
         cached=summarise(cached),
         after_snapshot=summarise(after),
+        background=summarise(background),
         load_state=summarise(load_state),
         block_tokens=block_tokens,
         opens=opens.opens + after_opens,
@@ -253,11 +256,14 @@ async def _after_extraction(
     session_id: str,
     state: dict[str, Any],
     queries: list[str],
-) -> tuple[list[float], int, int, int]:
-    """Per turn: append a turn naming a new person to the session tape, let the plugin extract
-    it in the background (``save_state``, then ``drain`` to wait for it, cadence included), then
-    time the next ``system_prompt``. Returns the timings, the extraction-endpoint requests and
-    file opens made during the timed calls, and how many extractions were stored."""
+    user: str,
+) -> tuple[list[float], int, int, int, list[float]]:
+    """Per turn: append a turn where ``user`` (the memory's best-connected person) names a new
+    person to the session tape, let the plugin extract it in the background (``save_state``,
+    then ``drain`` to wait for it, cadence included), then time the next ``system_prompt``.
+    Returns the timings, the extraction-endpoint requests and file opens made during the timed
+    calls, how many extractions were stored, and the time of each background step that readied
+    the renders after an extraction (ranking, the new lines, the index refresh)."""
     store = framework.get_tape_store()
     graph = plugin.graph(str(state[TAPE_STATE_KEY]))
     assert isinstance(store, FileTapeStore) and graph is not None
@@ -275,18 +281,29 @@ async def _after_extraction(
             }
             handle.write(json.dumps(filler) + "\n")
     newcomers = [(f"Newcomer Number{i}", f"Project Followup{i}") for i in range(len(queries))]
-    facts = [{"name": a, "type": "person"} for a, _ in newcomers] + [
+    facts = [{"name": user, "type": "person"}, *({"name": a, "type": "person"} for a, _ in newcomers)] + [
         {"name": b, "type": "project"} for _, b in newcomers
     ]
-    relations = [{"source": a, "type": "works_on", "target": b} for a, b in newcomers]
+    relations = [{"source": a, "type": "works_on", "target": b} for a, b in newcomers] + [
+        {"source": user, "type": "knows", "target": a} for a, _ in newcomers
+    ]
     server.responder = SchemaFollowingOracle(OracleResponder(entities=facts, relations=relations))
     snapshots_before = graph.snapshot_count
+    background: list[float] = []
+    prepare = plugin.memory._prepare_renders
+
+    def timed_prepare(*args: Any, **kwargs: Any) -> None:
+        start = time.perf_counter()
+        prepare(*args, **kwargs)
+        background.append(time.perf_counter() - start)
+
+    plugin.memory._prepare_renders = timed_prepare  # type: ignore[method-assign]
     times: list[float] = []
     requests = opens_seen = 0
     when = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
     for (person, project), query in zip(newcomers, queries, strict=True):
         when += timedelta(minutes=3)
-        text = f"I met {person} today; they work on {project}."
+        text = f"It's {user}. I met {person} today; they work on {project}."
         store.append(tape, TapeEntry.message({"role": "user", "content": user_header(when) + text}))
         store.append(
             tape, TapeEntry.message({"role": "assistant", "content": f"Noted: {person}, {project}."})
@@ -298,7 +315,8 @@ async def _after_extraction(
             times.append(_timed(_inject, plugin, query, state))
         requests += len(server.requests) - before
         opens_seen += opens.opens
-    return times, requests, opens_seen, graph.snapshot_count - snapshots_before
+    del plugin.memory._prepare_renders  # the method again
+    return times, requests, opens_seen, graph.snapshot_count - snapshots_before, background
 
 
 def _inject(plugin: SemanticMemoryPlugin, query: str, state: dict[str, Any]) -> str:
@@ -507,6 +525,17 @@ async def run(config: BenchConfig) -> Section:
         f"p50 {ms(largest.after_snapshot.p50)}: the first model call after the plugin's own background "
         "extraction (save_state, then drain to wait for it) stored a snapshot of a new turn: graph version "
         f"changed, render cache cold; {largest.extracted} of {largest.after_snapshot.n} turns extracted",
+        kind="time",
+    )
+    section.row(
+        f"{largest.entities:,} entities: background step after each extraction (p50 / p95)",
+        f"{ms(largest.background.p50, 2)} / {ms(largest.background.p95, 2)}",
+        "",
+        None,
+        f"off the model call, on the event loop after the snapshot is stored: ranking, rendering the "
+        f"tape's new lines, the index refresh; each turn touches the memory's best-connected person "
+        f"({largest.entities // 5:,} relations), whose facts the refresh reads again; "
+        f"{largest.background.n} steps",
         kind="time",
     )
     section.row(

@@ -220,6 +220,39 @@ def test_an_entitys_facts_in_order_are_those_a_fresh_fold_gives_after_every_fold
     assert len(graph.facts_in_order(made_up.snapshots[0].entities[0].key)) > 30  # the hub
 
 
+def test_a_question_about_someone_the_user_knows_finds_what_links_them_as_scoring_every_fact_would(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The user of a personal tape is related to nearly everyone: of the user's many facts, ranking
+    scores only those that can rank, and finds the same facts as scoring all of them."""
+    made_up = make_memory(1000, offset=10, stated=True, hub=400)
+    user, *others = [e for s in made_up.snapshots for e in s.entities if e.type == "person"]
+    graph = MemoryGraph.fold(
+        [*FACTS, *(s.model_copy(update={"tape": "t"}) for s in made_up.snapshots)], ONTOLOGY, tape="t"
+    )
+    lines = {**LINES, **{line.entry_id: line.text for line in render_transcript(made_up.entries).lines}}
+    assert (
+        graph.degree(user.key) > _index._NEIGHBOURS_MAX
+        and len(graph.facts_in_order(user.key)) > _index._MANY_ITEMS
+    )
+    questions = [
+        f"When did I meet {others[150].name}?",
+        f"What is {user.name} up to these days?",
+        f"Does {user.name} know {others[0].name}?",
+        f"Who around {others[1].name} does {user.name} know?",
+        "Where did my sister move?",
+    ]
+    index = MemoryIndex(graph)
+    index.refresh(lines)
+    chosen = [index.rank(question) for question in questions]
+    met = {f"{user.name} knows {others[150].name}", f"{others[150].name} knows {user.name}"}  # symmetric
+    assert met & {f.sentence for f in chosen[0].facts}
+    monkeypatch.setattr(_index, "_MANY_ITEMS", 10**9)
+    every_fact = MemoryIndex(graph)
+    every_fact.refresh(lines)
+    assert [every_fact.rank(question) for question in questions] == chosen
+
+
 def test_a_graph_that_cannot_say_what_changed_has_its_index_read_again() -> None:
     graph = MemoryGraph.fold(FACTS[:1], ONTOLOGY, tape="t")
     assert graph.changed_since(-1) is None  # before the graph began

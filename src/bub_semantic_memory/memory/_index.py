@@ -24,6 +24,7 @@ refreshes after each extraction, off the agent's model calls.
 
 from __future__ import annotations
 
+import heapq
 import re
 import sqlite3
 import threading
@@ -49,6 +50,16 @@ model call (12 ms at the 95th percentile, against 1 ms without), to rank documen
 rarer words and names rank anyway."""
 _COUNTS_KEPT = 512  # word counts remembered (and counted again when the index changes)
 _MERGE_PAGES = 200  # FTS5 pages merged after a small write (about 0.8 MB of work at most)
+_NEIGHBOURS_MAX = 100
+"""A seed entity related to more entities than this adds none of them to the ranking.
+
+Such a hub (the user of a personal tape, related to nearly everyone) is next to whatever a
+question is about, so its neighbours say nothing about the question, as a word in every
+document says nothing; and listing thousands of them took milliseconds of each model call."""
+_MANY_ITEMS = 100
+"""An entity with more relations and facts than this has only those of them that can rank
+scored on each model call (see :meth:`MemoryIndex._leading_items`), not all of them."""
+_LEADING = 50  # the newest items per kind kept for each entity with many items
 _FINDINGS_KEPT = 4096  # findings remembered between questions (cleared when the graph changes)
 _EVIDENCE_LINES = 2  # transcript lines kept with a fact: the first that stated it, and the latest
 _EVIDENCE_CHARS = 300
@@ -153,6 +164,19 @@ class _Item:
     newest: int
 
 
+def _newest_first(item: _Item) -> tuple[int, str]:
+    return -item.newest, item.doc
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
+
+
+def _pairs_of(entities: Iterable[str]) -> set[tuple[str, str]]:
+    keys = sorted(set(entities))
+    return {(a, b) for i, a in enumerate(keys) for b in keys[i + 1 :]}
+
+
 @dataclass(frozen=True)
 class Ranking:
     """What a question is about, best first: entity keys, and findings (relations and facts)."""
@@ -190,6 +214,8 @@ class MemoryIndex:
         self._frequencies: dict[tuple[str, str], int] = {}  # (table, word) -> rows holding it, until a change
         self._items: dict[str, dict[str, _Item]] = {}  # entity key -> doc id -> what is said about it
         self._items_by_doc: dict[str, _Item] = {}
+        self._leading: dict[str, tuple[list[_Item], list[_Item]]] = {}  # key -> newest items, if many
+        self._pairs: dict[tuple[str, str], set[str]] = {}  # two entity keys -> docs about both
         self._findings: dict[str, Finding] = {}  # doc id -> finding, dropped when what it says changes
         self._findings_version = -1  # the graph version the findings are up to
 
@@ -281,20 +307,32 @@ class MemoryIndex:
     def _keep_items(self, items: list[_Item], *, everything: bool) -> None:
         """Make ``items`` the ones ranking reads (all of them, or those that changed)."""
         if everything:
-            self._items, self._items_by_doc, self._cites = {}, {}, {}
+            self._items, self._items_by_doc, self._cites, self._leading, self._pairs = {}, {}, {}, {}, {}
         for item in items:
             old = self._items_by_doc.get(item.doc)
             if old is not None:  # it may be about other keys now (a merge resolved one of them)
                 for key in old.entities:
                     held = self._items.get(key, {})
                     held.pop(item.doc, None)
+                    self._leading.pop(key, None)
                     if not held:
                         self._items.pop(key, None)
+                for pair in _pairs_of(old.entities):
+                    docs = self._pairs.get(pair, set())
+                    docs.discard(item.doc)
+                    if not docs:
+                        self._pairs.pop(pair, None)
             self._items_by_doc[item.doc] = item
             for key in item.entities:
                 self._items.setdefault(key, {})[item.doc] = item
+                self._leading.pop(key, None)
+            for pair in _pairs_of(item.entities):
+                self._pairs.setdefault(pair, set()).add(item.doc)
             for entry in item.view.evidence:
                 self._cites.setdefault(entry, set()).add(item.doc)
+        for key in {key for item in items for key in item.entities}:
+            if len(self._items.get(key, ())) > _MANY_ITEMS:
+                self._leading_items(key, _LEADING)  # here, rather than on the next model call
 
     def _items_about(self, keys: set[str]) -> list[_Item]:
         """The relations and stated facts about ``keys`` (read again from the graph: those it holds
@@ -486,7 +524,15 @@ class MemoryIndex:
         lexical = list(dict.fromkeys(graph.resolve(k) for k in lexical))
         named = list(dict.fromkeys(graph.resolve(k) for k in graph.named_in(question)))
         seeds = list(dict.fromkeys([*named[:5], *lexical[:5]]))
-        nearby = list(dict.fromkeys(n for key in seeds for n in graph.neighbours(key) if n not in seeds))
+        nearby = list(
+            dict.fromkeys(
+                n
+                for key in seeds
+                if graph.degree(key) <= _NEIGHBOURS_MAX
+                for n in graph.neighbours(key)
+                if n not in seeds
+            )
+        )
         scores: dict[str, float] = {}
         for ranked in (lexical, named, nearby):
             for position, key in enumerate(ranked, start=1):
@@ -507,7 +553,16 @@ class MemoryIndex:
         past = asks_about_the_past(question)
         candidates: dict[str, _Item] = {}  # an item is one object in every list that holds it
         for key in entities:
-            candidates.update(self._items.get(key, {}))
+            held = self._items.get(key, {})
+            if len(held) <= _MANY_ITEMS:
+                candidates.update(held)
+                continue
+            # An entity with many items: those about no other scored entity tie on its score,
+            # so only the newest of them can rank; those about another one are looked up.
+            candidates.update(self._leading_items(key, limit))
+            for other in scores:
+                for doc in self._pairs.get(_pair(key, other), ()):
+                    candidates[doc] = self._items_by_doc[doc]
         for doc in fact_rank:
             hit = self._items_by_doc.get(doc)
             if hit is not None:
@@ -528,6 +583,27 @@ class MemoryIndex:
             ordered.append((item.superseded != past, -score, -item.newest, doc))
         ordered.sort()  # the keys are unique: they end with the doc id
         return tuple(self._finding(candidates[key[3]].view) for key in ordered[:limit])
+
+    def _leading_items(self, key: str, limit: int) -> dict[str, _Item]:
+        """The newest ``limit`` current and ``limit`` superseded items about ``key``.
+
+        For an entity with many items, these are the only ones of them that can rank among
+        the first ``limit`` on the entity's score alone (the others that can, by a BM25 rank or
+        another entity's score, :meth:`_facts` adds). Kept until the entity's items change (a
+        refresh computes them again, off the model call)."""
+        leading = self._leading.get(key)
+        if leading is None or limit > _LEADING:
+            leading = self._newest_items(key, max(limit, _LEADING))
+            if limit <= _LEADING:
+                self._leading[key] = leading
+        return {item.doc: item for kind in leading for item in kind[:limit]}
+
+    def _newest_items(self, key: str, limit: int) -> tuple[list[_Item], list[_Item]]:
+        """The newest ``limit`` current items about ``key``, and the newest ``limit`` superseded."""
+        held = self._items.get(key, {}).values()
+        current = heapq.nsmallest(limit, (i for i in held if not i.superseded), key=_newest_first)
+        superseded = heapq.nsmallest(limit, (i for i in held if i.superseded), key=_newest_first)
+        return current, superseded
 
     def _finding(self, item: RelationView | FactView) -> Finding:
         """``item`` as retrieval returns it, remembered until a refresh finds what it says changed
