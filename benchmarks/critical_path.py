@@ -405,6 +405,7 @@ async def run(config: BenchConfig) -> Section:
         "Critical path",
         method=(
             "A real `BubFramework` with the plugin and one without (both with bub's builtin hooks), memory "
+            "(one person in it knows a fifth of it, as the user of a personal tape does) "
             "loaded once by the plugin's `load_state` from the tape's sidecar; `get_system_prompt` timed "
             "call by call, interleaved, on unique queries (bub header + names present / absent / none). "
             "File opens and extraction-endpoint requests counted during the timed loops. Published design: "
@@ -534,7 +535,7 @@ async def run(config: BenchConfig) -> Section:
         None,
         f"off the model call, on the event loop after the snapshot is stored: ranking, rendering the "
         f"tape's new lines, the index refresh; each turn touches the memory's best-connected person "
-        f"({largest.entities // 5:,} relations), whose facts the refresh reads again; "
+        f"(about {largest.entities // 5:,} relations), whose facts the refresh reads again; "
         f"{largest.background.n} steps",
         kind="time",
     )
