@@ -310,7 +310,8 @@ class MemoryIndex:
             self._items, self._items_by_doc, self._cites, self._leading, self._pairs = {}, {}, {}, {}, {}
         for item in items:
             old = self._items_by_doc.get(item.doc)
-            if old is not None:  # it may be about other keys now (a merge resolved one of them)
+            moved = old is None or old.entities != item.entities
+            if old is not None and moved:  # it is about other keys now (a merge resolved one of them)
                 for key in old.entities:
                     held = self._items.get(key, {})
                     held.pop(item.doc, None)
@@ -326,13 +327,17 @@ class MemoryIndex:
             for key in item.entities:
                 self._items.setdefault(key, {})[item.doc] = item
                 self._leading.pop(key, None)
-            for pair in _pairs_of(item.entities):
-                self._pairs.setdefault(pair, set()).add(item.doc)
+            if moved:  # the pairs hold doc ids: the same while the item is about the same keys
+                for pair in _pairs_of(item.entities):
+                    self._pairs.setdefault(pair, set()).add(item.doc)
             for entry in item.view.evidence:
                 self._cites.setdefault(entry, set()).add(item.doc)
         for key in {key for item in items for key in item.entities}:
             if len(self._items.get(key, ())) > _MANY_ITEMS:
-                self._leading_items(key, _LEADING)  # here, rather than on the next model call
+                # here, rather than on the next model call: the facts that can rank, and the
+                # order a note reads the entity's facts in (sorting thousands takes milliseconds)
+                self._leading_items(key, _LEADING)
+                self.graph.facts_in_order(key)
 
     def _items_about(self, keys: set[str]) -> list[_Item]:
         """The relations and stated facts about ``keys`` (read again from the graph: those it holds
