@@ -295,27 +295,30 @@ async def _after_extraction(
     def timed_prepare(*args: Any, **kwargs: Any) -> None:
         start = time.perf_counter()
         prepare(*args, **kwargs)
-        background.append(time.perf_counter() - start)
+        if kwargs.get("stored"):  # after a stored snapshot; not save_state's check of a turn not due
+            background.append(time.perf_counter() - start)
 
     plugin.memory._prepare_renders = timed_prepare  # type: ignore[method-assign]
     times: list[float] = []
     requests = opens_seen = 0
     when = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-    for (person, project), query in zip(newcomers, queries, strict=True):
-        when += timedelta(minutes=3)
-        text = f"It's {user}. I met {person} today; they work on {project}."
-        store.append(tape, TapeEntry.message({"role": "user", "content": user_header(when) + text}))
-        store.append(
-            tape, TapeEntry.message({"role": "assistant", "content": f"Noted: {person}, {project}."})
-        )
-        await plugin.save_state(session_id=session_id, state=state, message=None, model_output="")
-        await plugin.memory.drain(30.0)  # waits for the background extraction (and flushes a deferred one)
-        before = len(server.requests)
-        with FileOpenCounter() as opens:
-            times.append(_timed(_inject, plugin, query, state))
-        requests += len(server.requests) - before
-        opens_seen += opens.opens
-    del plugin.memory._prepare_renders  # the method again
+    try:
+        for (person, project), query in zip(newcomers, queries, strict=True):
+            when += timedelta(minutes=3)
+            text = f"It's {user}. I met {person} today; they work on {project}."
+            store.append(tape, TapeEntry.message({"role": "user", "content": user_header(when) + text}))
+            store.append(
+                tape, TapeEntry.message({"role": "assistant", "content": f"Noted: {person}, {project}."})
+            )
+            await plugin.save_state(session_id=session_id, state=state, message=None, model_output="")
+            await plugin.memory.drain(30.0)  # waits for the background extraction (and a deferred one)
+            before = len(server.requests)
+            with FileOpenCounter() as opens:
+                times.append(_timed(_inject, plugin, query, state))
+            requests += len(server.requests) - before
+            opens_seen += opens.opens
+    finally:
+        del plugin.memory._prepare_renders  # the method again
     return times, requests, opens_seen, graph.snapshot_count - snapshots_before, background
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot
+from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot
 from bub_semantic_memory.agent._search import EMPTY_MEMORY, recall_entity, search_memory
 from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
 from bub_semantic_memory.evals.distractors import make_memory
@@ -227,8 +227,14 @@ def test_a_question_about_someone_the_user_knows_finds_what_links_them_as_scorin
     scores only those that can rank, and finds the same facts as scoring all of them."""
     made_up = make_memory(1000, offset=10, stated=True, hub=400)
     user, *others = [e for s in made_up.snapshots for e in s.entities if e.type == "person"]
+    # the user under a second key, merged by name: a fact about both is about the user once
+    again = Entity(key="person:the-user", name=user.name, type="person", evidence=(9,))
+    ritual = Fact(
+        statement="A ritual of zebra gardening", kind="event", about=(user.key, again.key), evidence=(9,)
+    )
+    merged = snapshot(9, 9, [again], []).model_copy(update={"facts": (ritual,)})
     graph = MemoryGraph.fold(
-        [*FACTS, *(s.model_copy(update={"tape": "t"}) for s in made_up.snapshots)], ONTOLOGY, tape="t"
+        [*FACTS, merged, *(s.model_copy(update={"tape": "t"}) for s in made_up.snapshots)], ONTOLOGY, tape="t"
     )
     lines = {**LINES, **{line.entry_id: line.text for line in render_transcript(made_up.entries).lines}}
     assert (
@@ -240,6 +246,7 @@ def test_a_question_about_someone_the_user_knows_finds_what_links_them_as_scorin
         f"What is {user.name} up to these days?",
         f"Does {user.name} know {others[0].name}?",
         f"Who around {others[1].name} does {user.name} know?",
+        f"What about {user.name}?",
         "Where did my sister move?",
     ]
     index = MemoryIndex(graph)

@@ -121,7 +121,8 @@ class FactBook:
 
     def add(self, fact: Fact, resolve: Callable[[str], str]) -> set[str]:
         """Fold one fact in (see the module docstring). Returns the entity keys (as folded) whose
-        facts changed: those ``fact`` is about, and those of the facts it closed or reopened."""
+        facts may have changed: those ``fact`` is about, and those of every fact on its topic
+        (the facts it may have closed or reopened)."""
         subject = resolve(fact.about[0]) if fact.about else ""
         folded = self._facts.get(fact.key) or self._said_before(fact, subject)
         if folded is None:

@@ -525,10 +525,9 @@ class MemoryGraph:
 
     def changed_since(self, version: int) -> set[str] | None:
         """The keys of the entities whose own facts changed after ``version``: their names,
-        attributes, relations (a superseded one shares the source, or an end of a symmetric
-        relation, with what superseded it) and stated facts (one that closes another on its
-        topic shares its first entity). None when the graph does not know (a version before
-        it was built from a checkpoint, or further back than its log): read everything."""
+        attributes, relations and stated facts, including every entity of a relation or fact
+        that a later one closed (or reopened). None when the graph does not know (a version
+        before it was built from a checkpoint, or further back than its log): read everything."""
         if version < self._changes_from or version > self.version:
             return None
         changed: set[str] = set()

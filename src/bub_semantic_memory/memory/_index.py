@@ -51,7 +51,8 @@ rarer words and names rank anyway."""
 _COUNTS_KEPT = 512  # word counts remembered (and counted again when the index changes)
 _MERGE_PAGES = 200  # FTS5 pages merged after a small write (about 0.8 MB of work at most)
 _NEIGHBOURS_MAX = 100
-"""A seed entity related to more entities than this adds none of them to the ranking.
+"""A seed entity with more relations than this (its degree) adds none of its neighbours to the
+ranking.
 
 Such a hub (the user of a personal tape, related to nearly everyone) is next to whatever a
 question is about, so its neighbours say nothing about the question, as a word in every
@@ -60,7 +61,7 @@ _MANY_ITEMS = 100
 """An entity with more relations and facts than this has only those of them that can rank
 scored on each model call (see :meth:`MemoryIndex._leading_items`), not all of them."""
 _LEADING = 50  # the newest items per kind kept for each entity with many items
-_FINDINGS_KEPT = 4096  # findings remembered between questions (cleared when the graph changes)
+_FINDINGS_KEPT = 4096  # findings remembered between questions (the oldest let go first)
 _EVIDENCE_LINES = 2  # transcript lines kept with a fact: the first that stated it, and the latest
 _EVIDENCE_CHARS = 300
 _PAST = re.compile(
@@ -90,14 +91,6 @@ def fact_sentence(graph: MemoryGraph, relation: RelationView) -> str:
 def _entity_text(entity: EntityView) -> str:
     attributes = " ".join(f"{key} {value}" for key, value in entity.attributes.items())
     return " ".join(filter(None, [entity.name, *entity.aliases, entity.type, attributes]))
-
-
-def _relation_id(relation: RelationView) -> str:
-    return "r\t" + "\t".join(relation.key)
-
-
-def _fact_id(fact: FactView) -> str:
-    return f"s\t{fact.key}"
 
 
 def stated_sentence(fact: FactView) -> str:
@@ -187,6 +180,10 @@ class Ranking:
 
 class MemoryIndex:
     """A BM25 index of one graph's entities and facts, refreshed as the graph changes.
+
+    Used from one thread (the memory service calls it on the event loop): the lock serialises
+    the SQLite connection only, and the caches beside it (findings, per-entity lists, entity
+    pairs) are not guarded by it.
 
     Args:
         graph: the graph it indexes (read through its public views).
@@ -346,11 +343,11 @@ class MemoryIndex:
         graph = self.graph
         found: dict[str, RelationView | FactView] = {}
         for key in sorted(keys):
-            for relation in sorted(graph.edges(key), key=_relation_id):
+            for relation in sorted(graph.edges(key), key=finding_id):
                 if self._read_with_entities(relation):
-                    found[_relation_id(relation)] = relation
+                    found[finding_id(relation)] = relation
             for fact in graph.facts_about(key):
-                found[_fact_id(fact)] = fact
+                found[finding_id(fact)] = fact
             for doc, item in sorted(self._items.get(key, {}).items()):
                 found.setdefault(doc, item.view)
         for entry in sorted(self._new_lines):
@@ -369,7 +366,9 @@ class MemoryIndex:
     def _new_item(self, doc: str, view: RelationView | FactView) -> _Item:
         resolve = self.graph.resolve
         about = view.about if isinstance(view.key, str) else (view.source, view.target)
-        entities = tuple(resolve(key) for key in about)
+        # once each: a merge can make two of them one (a fact about "Anna" and "Mom", once Mom
+        # is merged into Anna), and an entity counted twice would score twice
+        entities = tuple(dict.fromkeys(resolve(key) for key in about))
         return _Item(doc, view, entities, view.valid_until is not None, max(view.evidence, default=0))
 
     def _index_lines(self, lines: Mapping[int, str]) -> None:
@@ -409,12 +408,12 @@ class MemoryIndex:
         items: list[_Item] = []
         seen: set[str] = set()
         for key in sorted(graph.ranked_keys()):
-            for relation in sorted(graph.edges(key), key=_relation_id):
-                doc = _relation_id(relation)
+            for relation in sorted(graph.edges(key), key=finding_id):
+                doc = finding_id(relation)
                 if doc not in seen:
                     seen.add(doc)
                     items.append(self._new_item(doc, relation))
-        items.extend(self._new_item(_fact_id(fact), fact) for fact in graph.fact_views())
+        items.extend(self._new_item(finding_id(fact), fact) for fact in graph.fact_views())
         return items
 
     def _documents(self, keys: Iterable[str], items: list[_Item]) -> Iterable[tuple[str, str]]:
@@ -640,7 +639,7 @@ class MemoryIndex:
         if isinstance(item.key, str):  # a stated fact
             fact: FactView = item
             return Finding(
-                id=_fact_id(fact),
+                id=finding_id(fact),
                 sentence=self._sentence(fact),
                 kind=fact.kind,
                 type=fact.topic,
@@ -655,7 +654,7 @@ class MemoryIndex:
             )
         relation: RelationView = item
         return Finding(
-            id=_relation_id(relation),
+            id=finding_id(relation),
             sentence=self._sentence(relation),
             kind="relation",
             type=relation.type,
