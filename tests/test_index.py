@@ -17,7 +17,7 @@ from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
 from bub_semantic_memory.evals.distractors import make_memory
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory import _index
-from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory._graph import MemoryGraph, item_id
 from bub_semantic_memory.memory._index import Finding, MemoryIndex, asks_about_the_past
 from bub_semantic_memory.memory._render import render_memory
 from bub_semantic_memory.tape._transcript import render_transcript
@@ -258,6 +258,24 @@ def test_a_question_about_someone_the_user_knows_finds_what_links_them_as_scorin
     every_fact = MemoryIndex(graph)
     every_fact.refresh(lines)
     assert [every_fact.rank(question) for question in questions] == chosen
+
+
+def test_a_fold_names_the_relations_and_facts_it_changed_and_the_entities_to_read_again() -> None:
+    """So that a refresh reads what a fold changed, not every fact of each entity it added to
+    (the user of a personal tape, related to thousands, is added to by nearly every fold)."""
+    graph = MemoryGraph.fold(FACTS[:1], ONTOLOGY, tape="t")
+    before = graph.version
+    graph.add(FACTS[1])  # Jonas, known, moves to Lisbon, new: the Berlin relation is closed
+    renewed, changed = graph.facts_changed_since(before) or (set(), [])
+    assert renewed == {LISBON.key}
+    assert sorted(item_id(item) for item in changed) == [
+        f"r\t{JONAS.key}\tlives_in\t{BERLIN.key}",
+        f"r\t{JONAS.key}\tlives_in\t{LISBON.key}",
+    ]
+    before = graph.version
+    graph.add(snapshot(11, 12, [Entity.create("Jonas", "person", evidence=[12])], []))  # merged by name
+    assert graph.facts_changed_since(before) == ({"person:jonas", JONAS.key}, [])
+    assert graph.facts_changed_since(-1) is None  # before the graph began: read everything
 
 
 def test_a_graph_that_cannot_say_what_changed_has_its_index_read_again() -> None:

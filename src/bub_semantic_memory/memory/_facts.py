@@ -119,10 +119,10 @@ class FactBook:
     def __len__(self) -> int:
         return len(self._facts)
 
-    def add(self, fact: Fact, resolve: Callable[[str], str]) -> set[str]:
-        """Fold one fact in (see the module docstring). Returns the entity keys (as folded) whose
-        facts may have changed: those ``fact`` is about, and those of every fact on its topic
-        (the facts it may have closed or reopened)."""
+    def add(self, fact: Fact, resolve: Callable[[str], str]) -> list[FactView]:
+        """Fold one fact in (see the module docstring). Returns the facts that may have changed:
+        the one ``fact`` was folded into, and every fact on its topic (those it may have closed
+        or reopened)."""
         subject = resolve(fact.about[0]) if fact.about else ""
         folded = self._facts.get(fact.key) or self._said_before(fact, subject)
         if folded is None:
@@ -142,13 +142,13 @@ class FactBook:
             folded.when, folded.said_when = fact.when, fact.said_when
         if fact.evidence and (folded.valid_from is None or min(fact.evidence) < folded.valid_from):
             folded.valid_from = min(fact.evidence)
-        changed = {*fact.about, *folded.about}
+        changed: list[FactView] = [folded]
         if folded.kind in SUPERSEDING_KINDS and folded.topic:
             topic = self._topics.setdefault((subject, folded.topic), {})
             topic[folded.key] = None
             ordered = [self._facts[k] for k in topic]
             self._order(ordered)
-            changed.update(key for each in ordered for key in each.about)
+            changed.extend(ordered)
         return changed
 
     def _keep(self, fact: _Stated, subject: str) -> None:

@@ -84,6 +84,16 @@ class RelationView(Protocol):
     def key(self) -> RelationKey: ...
 
 
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """What one fold changed (see :meth:`MemoryGraph.changed_since`)."""
+
+    version: int
+    entities: frozenset[str]  # every entity whose own facts changed
+    renewed: frozenset[str]  # new to the graph, or merged into another by name
+    items: tuple[RelationView | FactView, ...]  # the relations and stated facts that changed
+
+
 def item_id(item: RelationView | FactView) -> str:
     """The id of a relation or a stated fact, as retrieval and rendering name it."""
     key = item.key
@@ -175,7 +185,7 @@ class MemoryGraph:
         self._facts = FactBook()
         self.version = 0
         """Bumped on every change; renderers use it to invalidate caches."""
-        self._changes: collections.deque[tuple[int, frozenset[str]]] = collections.deque(maxlen=_CHANGES_KEPT)
+        self._changes: collections.deque[_Change] = collections.deque(maxlen=_CHANGES_KEPT)
         self._changes_from = 0  # the version the change log starts at
         # entity key -> (the version it was last known good at, its relations and facts in order)
         self._in_order: dict[str, tuple[int, list[tuple[str, RelationView | FactView]]]] = {}
@@ -507,20 +517,29 @@ class MemoryGraph:
             return True  # an import that was undone: folded as nothing
         fallback_position = snapshot.last_entry_id
         touched: set[str] = set()
+        renewed: set[str] = set()
+        items: list[RelationView | FactView] = []
         entities, dropped = self._edits.entities(snapshot.entities, fallback_position)
         for entity in entities:
-            self._add_entity(entity, fallback_position)
-            touched.update((entity.key, self.resolve(entity.key)))  # merged by name: both keys
+            new = self._add_entity(entity, fallback_position)
+            keys = (entity.key, self.resolve(entity.key))  # merged by name: both keys
+            touched.update(keys)
+            if new:
+                renewed.update(keys)
         relations = self._edits.relations(snapshot.relations, fallback_position, dropped, self._canonical_key)
         for relation in relations:
-            touched.update(self._add_relation(relation, fallback_position))
+            for edge in self._add_relation(relation, fallback_position):
+                touched.update((edge.source, edge.target))
+                items.append(edge)
         for fact in self._edits.facts(snapshot.facts, fallback_position, dropped, self.resolve):
-            touched.update(self.resolve(key) for key in self._facts.add(fact, self.resolve))
+            for changed in self._facts.add(fact, self.resolve):
+                touched.update(self.resolve(key) for key in changed.about)
+                items.append(changed)
         self._ranking = None
         self.version += 1
         if len(self._changes) == self._changes.maxlen:
-            self._changes_from = self._changes[0][0]
-        self._changes.append((self.version, frozenset(touched)))
+            self._changes_from = self._changes[0].version
+        self._changes.append(_Change(self.version, frozenset(touched), frozenset(renewed), tuple(items)))
         return True
 
     def changed_since(self, version: int) -> set[str] | None:
@@ -531,11 +550,32 @@ class MemoryGraph:
         if version < self._changes_from or version > self.version:
             return None
         changed: set[str] = set()
-        for at, keys in reversed(self._changes):
-            if at <= version:
-                break
-            changed.update(keys)
+        for change in self._changes_after(version):
+            changed.update(change.entities)
         return changed
+
+    def facts_changed_since(self, version: int) -> tuple[set[str], list[RelationView | FactView]] | None:
+        """What changed after ``version``, finer than :meth:`changed_since`: the entities each
+        of whose relations and facts may read differently (new to the graph, or merged into
+        another: a relation's sentence names its ends, and one stored under a key that was no
+        entity yet becomes readable), and the relations and stated facts that changed. None
+        when the graph does not know."""
+        if version < self._changes_from or version > self.version:
+            return None
+        renewed: set[str] = set()
+        items: dict[int, RelationView | FactView] = {}
+        for change in self._changes_after(version):
+            renewed.update(change.renewed)
+            items.update((id(item), item) for item in change.items)
+        return renewed, list(items.values())
+
+    def _changes_after(self, version: int) -> list[_Change]:
+        found: list[_Change] = []
+        for change in reversed(self._changes):
+            if change.version <= version:
+                break
+            found.append(change)
+        return found
 
     def _cover(self, first: int, last: int) -> None:
         index = bisect.bisect_left(self._coverage, (first, last))
@@ -548,7 +588,10 @@ class MemoryGraph:
                 merged.append((start, end))
         self._coverage = merged
 
-    def _add_entity(self, entity: Entity, fallback_position: int) -> None:
+    def _add_entity(self, entity: Entity, fallback_position: int) -> bool:
+        """Fold ``entity`` in. Returns whether it is new to the graph or was merged into another
+        by name (either way, what is said about it reads differently now)."""
+        renewed = False
         position = max(entity.evidence, default=fallback_position)
         key = self.resolve(entity.key)
         merged_into = self._edits.merged_names.get(key) if key != entity.key else None
@@ -558,12 +601,14 @@ class MemoryGraph:
                 self._redirects[entity.key] = match
                 self._merged_keys = None
                 key = match
+                renewed = True
         node = self._nodes.get(key)
         if node is None:
             name, entity_type = merged_into or (entity.name, entity.type)  # merged by hand, not folded yet
             node = _Node(key=key, name=name, type=entity_type)
             self._nodes[key] = node
             self._index_name(node, node.name)
+            renewed = True
         own = normalize_name(node.name)
         for alias in entity.names():
             # Only names not seen before are indexed: re-mentions cost O(their own names).
@@ -580,6 +625,7 @@ class MemoryGraph:
         node.evidence.update(entity.evidence)
         if position > node.last_seen:
             node.last_seen = position
+        return renewed
 
     def _match_by_name(self, entity: Entity) -> str | None:
         for name in entity.names():
@@ -627,9 +673,9 @@ class MemoryGraph:
             source, target = target, source
         return (source, rel_type, target)
 
-    def _add_relation(self, relation: Relation, fallback_position: int) -> set[str]:
-        """Fold ``relation`` in. Returns the entity keys whose relations changed: its ends, and
-        the ends of a relation it superseded (or that superseded it)."""
+    def _add_relation(self, relation: Relation, fallback_position: int) -> list[_Edge]:
+        """Fold ``relation`` in. Returns the relations that changed: it, and those it superseded
+        (or that superseded it)."""
         key = self._canonical_key(relation)
         source, rel_type, target = key
         position = max(relation.evidence, default=fallback_position)
@@ -659,7 +705,7 @@ class MemoryGraph:
         ):
             changed = self._supersede(edge)
         else:
-            changed = {source, target}
+            changed = [edge]
         if self._edits:
             self._apply_end(edge)
         return changed
@@ -678,10 +724,10 @@ class MemoryGraph:
             slots.append((edge.target, edge.type))
         return slots
 
-    def _supersede(self, edge: _Edge) -> set[str]:
+    def _supersede(self, edge: _Edge) -> list[_Edge]:
         """Keep one current value per (source, type): the one stated latest in the tape. Returns
-        the ends of ``edge`` and of every relation it superseded or was superseded by."""
-        changed = {edge.source, edge.target}
+        ``edge`` and every relation it superseded or was superseded by."""
+        changed = [edge]
         for slot in self._slots(edge):
             current_key = self._current.get(slot)
             if current_key is None or current_key == edge.key:
@@ -696,5 +742,5 @@ class MemoryGraph:
                 self._current[newer_slot] = newer.key
             if self._edits:
                 self._apply_end(older)
-            changed.update((current.source, current.target))
+            changed.append(current)
         return changed

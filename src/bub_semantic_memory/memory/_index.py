@@ -258,12 +258,13 @@ class MemoryIndex:
             return 0
         version = self.graph.version  # before reading: a fold landing meanwhile is indexed next time
         touched = self.graph.changed_since(self._version)
-        if touched is None:  # the first refresh, or too far behind the graph: read all of it
+        finer = self.graph.facts_changed_since(self._version)
+        if touched is None or finer is None:  # the first refresh, or too far behind: read it all
             items = self._read_items()
             wanted = dict(self._documents(sorted(self.graph.ranked_keys()), items))
             removed = [doc for doc in self._texts if doc not in wanted]
-        else:  # only the entities the graph changed, and the facts whose evidence lines are new
-            items = self._items_about(touched)
+        else:  # the entities and facts the graph changed, and the facts whose evidence lines are new
+            items = self._items_about(*finer)
             wanted = dict(self._documents(sorted(touched), items))
             removed = []
         with self._lock, self._db:
@@ -336,13 +337,18 @@ class MemoryIndex:
                 self._leading_items(key, _LEADING)
                 self.graph.facts_in_order(key)
 
-    def _items_about(self, keys: set[str]) -> list[_Item]:
-        """The relations and stated facts about ``keys`` (read again from the graph: those it holds
-        now, and those the index held under a key since merged into another), and those whose
-        evidence lines are new. The same relations as :meth:`_read_items` reads."""
+    def _items_about(self, renewed: set[str], changed: list[RelationView | FactView]) -> list[_Item]:
+        """What a refresh reads again from the graph: every relation and stated fact about the
+        entities ``renewed`` (those the graph holds now, and those the index held under a key
+        since merged into another), the relations and facts that ``changed``, and those whose
+        evidence lines are new. The same relations as :meth:`_read_items` reads.
+
+        An entity a fold only added to (the user of a personal tape, related to thousands) has
+        its new and changed facts read, not all of them: reading every one again took 34 ms
+        per extraction with 2,000."""
         graph = self.graph
         found: dict[str, RelationView | FactView] = {}
-        for key in sorted(keys):
+        for key in sorted(renewed):
             for relation in sorted(graph.edges(key), key=finding_id):
                 if self._read_with_entities(relation):
                     found[finding_id(relation)] = relation
@@ -350,6 +356,9 @@ class MemoryIndex:
                 found[finding_id(fact)] = fact
             for doc, item in sorted(self._items.get(key, {}).items()):
                 found.setdefault(doc, item.view)
+        for view in sorted(changed, key=finding_id):
+            if isinstance(view.key, str) or self._read_with_entities(view):
+                found.setdefault(finding_id(view), view)
         for entry in sorted(self._new_lines):
             for doc in sorted(self._cites.get(entry, ())):
                 if doc not in found and doc in self._items_by_doc:
