@@ -538,7 +538,7 @@ async def run(config: BenchConfig) -> Section:
         None,
         f"off the model call, on the event loop after the snapshot is stored: ranking, rendering the "
         f"tape's new lines, the index refresh; each turn touches the memory's best-connected person "
-        f"(about {largest.entities // 5:,} relations), whose facts the refresh reads again; "
+        f"(about {largest.entities // 5:,} relations) with one more relation; "
         f"{largest.background.n} steps",
         kind="time",
     )
