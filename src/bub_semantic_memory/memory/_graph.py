@@ -187,9 +187,8 @@ class MemoryGraph:
         """Bumped on every change; renderers use it to invalidate caches."""
         self._changes: collections.deque[_Change] = collections.deque(maxlen=_CHANGES_KEPT)
         self._changes_from = 0  # the version the change log starts at
-        # entity key -> (the version it was last known good at, its relations and facts in order)
-        self._in_order: dict[str, tuple[int, list[tuple[str, RelationView | FactView]]]] = {}
-        self._changed_memo: tuple[int, dict[int, set[str] | None]] = (0, {})
+        # entity key -> its relations and facts in order, until a fold touches the entity
+        self._in_order: dict[str, list[tuple[str, RelationView | FactView]]] = {}
 
     @classmethod
     def fold(
@@ -330,29 +329,12 @@ class MemoryGraph:
         user of a personal tape) took milliseconds to sort on every model call that showed it.
         """
         key = self.resolve(key)
-        cached = self._in_order.get(key)
-        if cached is not None:
-            at, pairs = cached
-            if at == self.version:
-                return pairs
-            changed = self._changed_since_memo(at)
-            if changed is not None and key not in changed:
-                self._in_order[key] = (self.version, pairs)
-                return pairs
-        items: list[RelationView | FactView] = [*self.edges(key), *self.facts_about(key)]
-        pairs = sorted(((item_id(item), item) for item in items), key=_current_and_newest_first)
-        self._in_order[key] = (self.version, pairs)
+        pairs = self._in_order.get(key)
+        if pairs is None:
+            items: list[RelationView | FactView] = [*self.edges(key), *self.facts_about(key)]
+            pairs = sorted(((item_id(item), item) for item in items), key=_current_and_newest_first)
+            self._in_order[key] = pairs
         return pairs
-
-    def _changed_since_memo(self, version: int) -> set[str] | None:
-        """:meth:`changed_since`, remembered while the graph stays at this version."""
-        at, memo = self._changed_memo
-        if at != self.version:
-            memo = {}
-            self._changed_memo = (self.version, memo)
-        if version not in memo:
-            memo[version] = self.changed_since(version)
-        return memo[version]
 
     def last_seen(self, key: str) -> int:
         node = self._nodes.get(self.resolve(key))
@@ -536,6 +518,8 @@ class MemoryGraph:
                 touched.update(self.resolve(key) for key in changed.about)
                 items.append(changed)
         self._ranking = None
+        for key in touched:
+            self._in_order.pop(key, None)
         self.version += 1
         if len(self._changes) == self._changes.maxlen:
             self._changes_from = self._changes[0].version
