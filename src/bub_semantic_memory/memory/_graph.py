@@ -531,10 +531,11 @@ class MemoryGraph:
         attributes, relations and stated facts, including every entity of a relation or fact
         that a later one closed (or reopened). None when the graph does not know (a version
         before it was built from a checkpoint, or further back than its log): read everything."""
-        if version < self._changes_from or version > self.version:
+        changes = self._changes_after(version)
+        if changes is None:
             return None
         changed: set[str] = set()
-        for change in self._changes_after(version):
+        for change in changes:
             changed.update(change.entities)
         return changed
 
@@ -544,16 +545,20 @@ class MemoryGraph:
         another: a relation's sentence names its ends, and one stored under a key that was no
         entity yet becomes readable), and the relations and stated facts that changed. None
         when the graph does not know."""
-        if version < self._changes_from or version > self.version:
+        changes = self._changes_after(version)
+        if changes is None:
             return None
         renewed: set[str] = set()
         items: dict[int, RelationView | FactView] = {}
-        for change in self._changes_after(version):
+        for change in changes:
             renewed.update(change.renewed)
             items.update((id(item), item) for item in change.items)
         return renewed, list(items.values())
 
-    def _changes_after(self, version: int) -> list[_Change]:
+    def _changes_after(self, version: int) -> list[_Change] | None:
+        """The log's entries after ``version``, newest first (None: the log does not reach back)."""
+        if version < self._changes_from or version > self.version:
+            return None
         found: list[_Change] = []
         for change in reversed(self._changes):
             if change.version <= version:
