@@ -384,3 +384,76 @@ async def test_real_local_extraction_finds_the_fixtures_people_within_a_time_bou
     for snapshot in snapshots:
         for entity in snapshot.entities:
             assert any(normalize_name(n) in transcript for n in entity.names())
+
+
+# -- stopping a request inside llama.cpp ---------------------------------------------------------
+
+
+@pytest.fixture
+def computing_llama(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """The stand-in llama-cpp-python whose requests compute until stopped (tests/helpers/fake_llama_cpp);
+    freeing a model under a computing thread is recorded instead of killing the test process."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "llama_cpp", REPO / "tests" / "helpers" / "fake_llama_cpp" / "llama_cpp" / "__init__.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    freed_while_computing: list[bool] = []
+    module.on_free_while_computing = lambda: freed_while_computing.append(True)
+    module.freed_while_computing = freed_while_computing
+    monkeypatch.setitem(sys.modules, "llama_cpp", module)
+    monkeypatch.setenv("FAKE_LLAMA_LOG", str(tmp_path / "llama.log"))
+    from bub_semantic_memory.backends import _local
+
+    _local._reproducible_llama_class.cache_clear()
+    yield module
+    _local._reproducible_llama_class.cache_clear()
+
+
+async def _started(tmp_path: Path) -> None:
+    """Wait until the stand-in model's thread computes a request (its log's first line)."""
+    for _ in range(1000):
+        if (tmp_path / "llama.log").exists():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the request never started")
+
+
+def _events(tmp_path: Path) -> list[str]:
+    return [line.split(" ", 1)[1] for line in (tmp_path / "llama.log").read_text().splitlines()]
+
+
+async def test_a_cancelled_request_is_stopped_inside_the_model_and_the_next_one_is_answered(
+    computing_llama: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = LocalBackend(tmp_path / "fake.gguf")
+    request = asyncio.create_task(backend.create(messages=[], tools=TOOLS, tool_choice=FORCED))
+    await _started(tmp_path)
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    assert _events(tmp_path) == ["start", "aborted"]  # the thread is out of the model when cancel returns
+    assert backend.stopped_requests == 1
+
+    monkeypatch.setenv("FAKE_LLAMA_SECONDS", "0")
+    response = await backend.create(messages=[], tools=TOOLS, tool_choice=FORCED)
+    assert response.choices[0].message.tool_calls is not None  # the stop flag did not outlive its request
+    await backend.aclose()
+    assert _events(tmp_path)[-2:] == ["answered", "closed"]
+    assert computing_llama.freed_while_computing == []
+
+
+async def test_closing_the_backend_while_a_request_computes_stops_it_before_freeing_the_model(
+    computing_llama: Any, tmp_path: Path
+) -> None:
+    backend = LocalBackend(tmp_path / "fake.gguf")
+    request = asyncio.create_task(backend.create(messages=[], tools=TOOLS, tool_choice=FORCED))
+    await _started(tmp_path)
+    await backend.aclose()  # as at shutdown: the extraction's task is not cancelled first
+    assert _events(tmp_path) == ["start", "aborted", "closed"]
+    assert computing_llama.freed_while_computing == []
+    with pytest.raises(RuntimeError, match="llama_decode returned 2"):
+        await request  # the request ends as a stopped llama.cpp call does

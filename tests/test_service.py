@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -282,7 +283,11 @@ async def test_the_lines_indexed_after_each_extraction_are_those_one_reading_of_
 
     store, memory = InMemoryTapeStore(), service(ScriptedExtractor())
     user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
-    call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'},
+    }
     store.append(TAPE, TapeEntry.tool_call([call]))
     if not result_later:
         store.append(TAPE, TapeEntry.tool_result(["sunny in Lisbon"]))
@@ -300,3 +305,51 @@ async def test_the_lines_indexed_after_each_extraction_are_those_one_reading_of_
     assert [p.text for p in index.passages("Thanks weather sunny Porto", limit=20)] == [
         whole[p.entry_id] for p in index.passages("Thanks weather sunny Porto", limit=20)
     ]
+
+
+class HangingExtractor(ScriptedExtractor):
+    """Starts extracting and never finishes, as a local model's window does at a shutdown."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.started = asyncio.Event()
+
+    async def iter_extract(
+        self, entries: Sequence[Any], *, tape: str, memory: MemoryGraph | None = None
+    ) -> AsyncIterator[Snapshot]:
+        self.started.set()
+        await asyncio.Event().wait()
+        yield make_snapshot([], [], tape=tape)  # never reached
+
+
+async def test_drain_names_the_tapes_whose_extraction_it_cut_short() -> None:
+    store, extractor = InMemoryTapeStore(), HangingExtractor()
+    memory = service(extractor)
+    user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
+    memory.schedule(TAPE, store)
+    await extractor.started.wait()
+    assert await memory.drain(0.0) == [TAPE]
+    assert memory.stats["cancelled_at_shutdown"] == 1 and extractor.closed
+    assert await memory.drain(0.0) == []  # nothing left running
+
+
+async def test_a_tape_another_process_has_claimed_is_left_for_a_later_turn() -> None:
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    claimed = {TAPE}
+
+    @contextlib.contextmanager
+    def claim(tape: str) -> Iterator[bool]:
+        yield tape not in claimed
+
+    memory = MemoryService(
+        ontology=lambda: ONTOLOGY,
+        extractor=lambda: extractor,  # type: ignore[arg-type,return-value]
+        policy=MemoryPolicy(every_turns=1, min_new_tokens=0),
+        claim=claim,
+    )
+    user_turns(store, "Hi, I'm Maya Lin.")
+    await end_of_turn(memory, store)
+    assert extractor.calls == [] and memory.stats["claimed_elsewhere"] == 1
+    claimed.clear()  # the other process is done
+    assert await memory.catch_up(TAPE, store) == 1
+    assert extractor.calls == [(1, 2)]

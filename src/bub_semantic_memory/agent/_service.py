@@ -12,7 +12,9 @@ used and tested without a bub framework: give it a tape store and tape names.
   (:meth:`MemoryService.extraction_due`). The watermark only moves when a snapshot is
   stored, so a failed or unfinished extraction is redone later.
 * :meth:`MemoryService.drain` extracts what the cadence deferred and waits for running
-  extractions, within a grace period, at shutdown.
+  extractions, within a grace period, at shutdown, and says which tapes it cut short.
+* :meth:`MemoryService.catch_up` extracts everything after a tape's watermark now (a process
+  that carries on what another one cut short).
 * :meth:`MemoryService.refresh` folds in what other processes added to a tape's memory
   sidecar since it was read (their snapshots; an edit makes it read the memory again), before
   each background extraction: a forget made elsewhere leaves this process's notes within a turn.
@@ -32,6 +34,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +106,9 @@ class MemoryService:
         redactor: what hides secrets in the transcript lines a note shows: the one extraction
             uses (the plugin's ``redact_patterns`` and ``redact_allowlist``); the built-in
             patterns by default.
+        claim: entered around each extraction of a tape, with the tape's name; it yields whether
+            this process may extract the tape now (False: another process is at it, and the
+            entries wait for a later turn). None: always.
     """
 
     def __init__(
@@ -113,8 +119,10 @@ class MemoryService:
         policy: MemoryPolicy | None = None,
         stats: Counter[str] | None = None,
         redactor: Redactor | None = None,
+        claim: Callable[[str], AbstractContextManager[bool]] | None = None,
     ) -> None:
         self.policy = policy or MemoryPolicy()
+        self._claim = claim
         self.stats: Counter[str] = stats if stats is not None else Counter()
         self._ontology_factory = ontology
         self._extractor_factory = extractor
@@ -432,7 +440,7 @@ class MemoryService:
             self._semaphore = asyncio.Semaphore(self.policy.max_concurrent)
         async with self._semaphore:
             try:
-                stored = await self._extract_new_entries(tape, store, force=force)
+                stored = await self._extract_claimed(tape, store, force=force)
             except Exception as exc:
                 self.stats["extraction_failures"] += 1
                 self._cooldown_until[tape] = time.monotonic() + self.policy.retry_cooldown
@@ -443,6 +451,24 @@ class MemoryService:
         self._cooldown_until.pop(tape, None)
         if stored:
             self.stats["extractions"] += 1
+
+    async def _extract_claimed(self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool) -> int:
+        """:meth:`_extract_new_entries` under the tape's claim; 0 when another process holds it."""
+        if self._claim is None:
+            return await self._extract_new_entries(tape, store, force=force)
+        with self._claim(tape) as mine:
+            if mine:
+                return await self._extract_new_entries(tape, store, force=force)
+        self.stats["claimed_elsewhere"] += 1
+        return 0
+
+    async def catch_up(self, tape: str, store: TapeStore | AsyncTapeStore) -> int:
+        """Extract everything after ``tape``'s watermark now, cadence aside; the snapshots stored.
+
+        Raises what the extraction raises (a caller that carries on another process's work
+        wants to know); 0 when another process holds the tape's claim.
+        """
+        return await self._extract_claimed(tape, store, force=True)
 
     async def _extract_new_entries(self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool) -> int:
         """Extract what follows the watermark; return how many snapshots were stored.
@@ -544,22 +570,34 @@ class MemoryService:
             return estimate_tokens(render_transcript(new).text()) >= self.policy.min_new_tokens
         return False
 
-    async def drain(self, grace_s: float) -> None:
+    async def drain(self, grace_s: float | None = None) -> list[str]:
         """Finish running extractions, extract what the cadence deferred, all within ``grace_s``
         seconds; then cancel what is left and close the extractor. What was cancelled is
-        extracted again later: nothing was stored for it."""
-        deadline = time.monotonic() + grace_s
+        extracted again later: nothing was stored for it.
+
+        Args:
+            grace_s: seconds to give extractions (``None``: the extractor's
+                ``shutdown_grace_s``: 30 s for an endpoint, none for a model in this process,
+                whose thread the backend then stops at once).
+
+        Returns:
+            The tapes whose extraction was cancelled, so still have entries after their watermark.
+        """
         for tape, store in list(self._pending_stores.items()):  # a forget whose turn never ended
             try:
                 await self.commit(tape, store)
             except Exception as exc:
                 self.stats["edit_failures"] += 1
                 logger.warning("semantic memory: cannot store the forget of tape %s: %s", tape, exc)
+        if grace_s is None:
+            grace_s = self._shutdown_grace()
+        deadline = time.monotonic() + grace_s
         await self._wait_running(deadline)  # a running extraction may still defer its tape
         if grace_s > 0:
             for tape, store in list(self._deferred.items()):
                 self.schedule(tape, store, force=True)
         await self._wait_running(deadline)
+        cut = [tape for tape, task in self._running.items() if not task.done()]
         for task in self.running():
             task.cancel()
             self.stats["cancelled_at_shutdown"] += 1
@@ -570,6 +608,12 @@ class MemoryService:
                 await self._extractor.aclose()
             self._extractor = None
             self._extractor_built = False  # a later turn opens a new one
+        return cut
+
+    def _shutdown_grace(self) -> float:
+        """The extractor's grace at shutdown; none when no extractor was built (nothing runs)."""
+        extractor = self._extractor if self._extractor_built else None
+        return extractor.shutdown_grace_s if extractor is not None else 0.0
 
     async def _wait_running(self, deadline: float) -> None:
         tasks = self.running()

@@ -29,17 +29,28 @@ evaluation would use, and the logits are bit-identical to the cold ones.
 
 The Gemma base model has no chat template and drops system messages, so for it (only)
 the system prompt is folded into the first user message.
+
+A request runs in a worker thread of the backend's own, inside llama.cpp, where asyncio
+cannot reach it: cancelling the awaiting task leaves the thread computing, and freeing the
+model under it crashes the process (``bub run`` died with SIGSEGV at shutdown this way).
+So a running request is stopped through llama.cpp's abort callback, which its CPU kernels
+check between graph nodes, and the backend waits for its thread before it frees anything:
+a cancelled request (a deadline, shutdown) ends within milliseconds of the current node,
+and :meth:`LocalBackend.aclose` never frees a model a thread is still in.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import ctypes
 import functools
 import importlib
 import json
 import logging
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -54,6 +65,8 @@ __all__ = ["INSTALL_HINT", "AlignedPrefixReuse", "LocalBackend"]
 logger = logging.getLogger(__name__)
 _silent_log: Any = None  # the ctypes callback must outlive the call that installs it
 _STATE_CACHE_BYTES = 1 << 30
+_STOP_WAIT_S = 60.0
+"""How long closing waits for a stopped request's thread: a model load cannot be stopped."""
 
 
 def _llama_cpp() -> Any:
@@ -202,6 +215,12 @@ class LocalBackend:
         self.state_cache_bytes = state_cache_bytes
         self._llm: Any = None
         self._lock = asyncio.Lock()
+        self._stop = threading.Event()  # read by llama.cpp's abort callback, between graph nodes
+        self._abort_callback: Any = None  # the ctypes callback must outlive the context it is set on
+        self._worker: concurrent.futures.ThreadPoolExecutor | None = None
+        self._in_flight: asyncio.Future[Any] | None = None
+        self.stopped_requests = 0
+        """Requests stopped inside llama.cpp (cancelled by a deadline or at shutdown)."""
 
     @property
     def traits(self) -> BackendTraits:
@@ -256,15 +275,54 @@ class LocalBackend:
         )
         if self.state_cache_bytes:
             llm.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=self.state_cache_bytes))
+        self._abort_callback = llama_cpp.ggml_abort_callback(lambda _data: self._stop.is_set())
+        llama_cpp.llama_set_abort_callback(llm._ctx.ctx, self._abort_callback, None)
         return llm
 
     async def create(self, **kwargs: Any) -> ChatCompletion:
-        """Answer one chat-completion request (``model`` is ignored: the file decides)."""
+        """Answer one chat-completion request (``model`` is ignored: the file decides).
+
+        Cancelling the awaiting task stops the request inside llama.cpp and waits for its
+        thread; the model then starts the next request from an empty context.
+        """
         async with self._lock:
             if self._llm is None:
-                self._llm = await asyncio.to_thread(self._load)
-            response = await asyncio.to_thread(self._answer, kwargs)
+                self._llm = await self._in_worker(self._load)
+            response = await self._in_worker(functools.partial(self._answer, kwargs))
         return cast("ChatCompletion", response)
+
+    async def _in_worker(self, call: Callable[[], Any]) -> Any:
+        """Run ``call`` in the model's thread; if the caller is cancelled, stop it and wait for it."""
+        if self._worker is None:
+            self._worker = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="llama-cpp")
+        running = self._in_flight = asyncio.wrap_future(self._worker.submit(call))
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError:
+            if not running.done():
+                await self._stop_request(running, keep_stopped=False)
+            raise
+        finally:
+            self._in_flight = None
+
+    async def _stop_request(self, running: asyncio.Future[Any], *, keep_stopped: bool) -> bool:
+        """Stop what the model's thread computes and wait until the thread is out of llama.cpp.
+
+        Returns whether it is out (a model load cannot be stopped, only waited for).
+        """
+        self._stop.set()
+        await asyncio.wait([running], timeout=_STOP_WAIT_S)
+        self.stopped_requests += 1
+        if not running.done():
+            logger.warning("semantic memory: the local model did not stop within %.0f s", _STOP_WAIT_S)
+            return False
+        if not running.cancelled():
+            running.exception()  # llama.cpp's "aborted" is the expected end of a stopped request
+        if not keep_stopped:
+            if self._llm is not None:
+                self._llm.reset()  # what the stopped request left in the KV cache is not reused
+            self._stop.clear()
+        return True
 
     def _answer(self, kwargs: dict[str, Any]) -> Any:
         request = {k: v for k, v in kwargs.items() if k not in ("model", "timeout")}
@@ -290,6 +348,20 @@ class LocalBackend:
                 self._llm.set_cache(_llama_cpp().LlamaRAMCache(capacity_bytes=self.state_cache_bytes))
 
     async def aclose(self) -> None:
+        """Stop a running request, wait for the model's thread, then free the model.
+
+        Safe to call while a request is running (at shutdown): the model is freed only once
+        no thread is inside llama.cpp; one that is still there is left to the process's exit
+        rather than freed under it. A later request loads the model again.
+        """
+        future = self._in_flight
+        out = True
+        if future is not None and not future.done():
+            out = await self._stop_request(future, keep_stopped=True)
         llm, self._llm = self._llm, None
-        if llm is not None and hasattr(llm, "close"):
+        if out and llm is not None and hasattr(llm, "close"):
             llm.close()
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=False)
+        self._stop.clear()

@@ -35,6 +35,8 @@ __all__ = ["MODES", "SETTINGS", "CallBounds", "ExtractorConfig", "default_bounds
 
 MODES = ("tools", "json_schema", "md_json", "json")
 _IN_PROCESS_RETRY = RetryPolicy(reasks=1, deadline_s=600.0)
+_IN_PROCESS_SHUTDOWN_S = 0.0  # the model's thread is stopped at once; a catch-up process takes over
+_HOSTED_SHUTDOWN_S = 30.0
 _IN_PROCESS_OUTPUT_TOKENS = 1024
 _HOSTED_OUTPUT_TOKENS = 2048
 _DEFAULT_CHUNK_TOKENS = 3000
@@ -63,6 +65,7 @@ SETTINGS: Mapping[str, str] = {
     "deadline": "deadline_s",
     "request_timeout": "request_timeout_s",
     "chunk_tokens": "chunk_tokens",
+    "shutdown_timeout": "shutdown_timeout_s",
     "redact_patterns": "redact_patterns",
     "redact_allowlist": "redact_allowlist",
 }
@@ -150,6 +153,9 @@ class ExtractorConfig:
             policy, applied over it (``None``: as the policy has them).
         chunk_tokens: estimated tokens of new transcript per call (``None``: 3000, or what
             fits a backend with a known context size).
+        shutdown_timeout_s: how long the host's shutdown waits for running extractions
+            (``None``: 30 s for an endpoint; 0 for a model in this process, whose thread is
+            stopped at once so that ``bub run`` prints its reply without waiting).
         max_output_tokens: ``max_tokens`` of each request (``None``: the backend's default).
         overlap_lines, overlap_tokens: earlier context shown with each window, already extracted
             (``None``: as the prompt version declares, else 4 lines and 250 tokens).
@@ -172,6 +178,7 @@ class ExtractorConfig:
     deadline_s: float | None = field(default=None, metadata=_BOUND)
     request_timeout_s: float | None = field(default=None, metadata=_BOUND)
     chunk_tokens: int | None = field(default=None, metadata=_BOUND)
+    shutdown_timeout_s: float | None = field(default=None, metadata=_BOUND)
     max_output_tokens: int | None = field(default=None, metadata=_BOUND)
     overlap_lines: int | None = field(default=None, metadata=_BOUND)
     overlap_tokens: int | None = field(default=None, metadata=_BOUND)
@@ -262,6 +269,17 @@ class ExtractorConfig:
             max_known_entities=known,
         )
 
+    def shutdown_grace(self, traits: BackendTraits) -> float:
+        """Seconds the host's shutdown gives running extractions on a backend with ``traits``.
+
+        An endpoint's get 30 s; a model in this process's get none: its windows take minutes of
+        CPU, and ``bub run`` prints its reply only once shutdown is over. Not a call bound (it
+        decides no answer, so it is no part of an eval's cache key).
+        """
+        if self.shutdown_timeout_s is not None:
+            return self.shutdown_timeout_s
+        return _IN_PROCESS_SHUTDOWN_S if traits.in_process else _HOSTED_SHUTDOWN_S
+
     def answer_inputs(self) -> dict[str, Any]:
         """The settings that decide what the model answers, besides the bounds and the prompt.
 
@@ -337,4 +355,7 @@ def default_bounds() -> dict[str, str]:
         "chunk_tokens": f"{hosted.chunk_tokens}; what fits a local model's context "
         f"({local.chunk_tokens} for local)",
         "max_output_tokens": both(hosted.max_output_tokens, local.max_output_tokens),
+        "shutdown_timeout": both(
+            seconds(config.shutdown_grace(BackendTraits())), seconds(config.shutdown_grace(local_traits))
+        ),
     }

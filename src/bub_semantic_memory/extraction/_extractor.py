@@ -107,6 +107,7 @@ class Extractor:
         self.traits = self.backend.traits
         self.prompt = config.load_prompt(self.traits.model_class)
         self.bounds = config.resolve(self.traits, self.prompt.window)
+        self.shutdown_grace_s = config.shutdown_grace(self.traits)
         self.retry = self.bounds.retry
 
     @property

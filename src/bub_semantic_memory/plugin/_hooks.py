@@ -26,7 +26,9 @@ because of it):
     (see :meth:`MemoryService.schedule` for the cadence).
 ``provide_lifespan``
     at shutdown, extracts what the cadence deferred and waits for running
-    extractions up to ``shutdown_timeout``.
+    extractions up to ``shutdown_timeout`` (none for a model in this process: its thread
+    is stopped at once, so ``bub run`` prints its reply without waiting, and what it cut
+    short is handed to a catch-up process, see :mod:`._catch_up`).
 ``register_cli_commands``
     ``bub memory ...`` mirrors the ``semantic-memory`` console script.
 
@@ -37,6 +39,7 @@ agent's ``memory.forget`` forgot during the turn, as an edit placed after the tu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections import Counter
@@ -110,6 +113,8 @@ class SemanticMemoryPlugin:
         self._settings: SemanticMemorySettings | None = None
         self._memory: MemoryService | None = None
         self._warned_foreign_context = False
+        self._in_process = False  # the extractor runs its model in this process
+        self._catching_up = False  # this process is a catch-up process: nothing to hand off
         register_memory_tools(
             lambda: self.memory,
             self._tool_tape,
@@ -142,8 +147,17 @@ class SemanticMemoryPlugin:
                 redactor=Redactor(
                     list(self.settings.redact_patterns), allowlist=list(self.settings.redact_allowlist)
                 ),
+                claim=self._claim,
             )
         return self._memory
+
+    def _claim(self, tape: str) -> contextlib.AbstractContextManager[bool]:
+        """A model in this process extracts a tape only while no catch-up process does."""
+        if self.memory.extractor is None or not self._in_process:
+            return contextlib.nullcontext(True)
+        from bub_semantic_memory.plugin._catch_up import claim_tape  # not on import: it runs as a script
+
+        return claim_tape(tape)
 
     @property
     def ontology(self) -> Ontology:
@@ -193,7 +207,9 @@ class SemanticMemoryPlugin:
             if self._tune_extractor is not None:
                 config = self._tune_extractor(config)
             backend = self._open_backend(config) if self._open_backend is not None else None
-            return Extractor(config, backend=backend)
+            extractor = Extractor(config, backend=backend)
+            self._in_process = extractor.traits.in_process
+            return extractor
         except Exception as exc:
             logger.warning("semantic memory: extraction is off: %s", exc)
             self.stats["configuration_errors"] += 1
@@ -378,7 +394,33 @@ class SemanticMemoryPlugin:
             yield
         finally:
             if self._memory is not None:
-                await self._memory.drain(self.settings.shutdown_timeout)
+                cut = await self._memory.drain()
+                if cut and self._in_process and self.settings.catch_up and not self._catching_up:
+                    self._hand_off(cut)
+
+    def _hand_off(self, tapes: list[str]) -> None:
+        """Start a catch-up process for each tape whose extraction shutdown cut short."""
+        from bub_semantic_memory.plugin._catch_up import hand_off
+
+        for tape in tapes:
+            try:
+                framework = self.framework
+                pid = hand_off(tape, workspace=framework.workspace, config_file=framework.config_file)
+            except Exception as exc:
+                self.stats["hand_off_failures"] += 1
+                logger.warning("semantic memory: tape %s is extracted by a later run: %s", tape, exc)
+                continue
+            if pid is not None:
+                self.stats["handed_off"] += 1
+                logger.info("semantic memory: catch-up process %d extracts the rest of tape %s", pid, tape)
+
+    async def catch_up(self, tape: str, store: Any) -> int:
+        """Extract ``tape``'s entries after its watermark now, as a catch-up process does.
+
+        Returns the snapshots stored (0 also when another process holds the tape).
+        """
+        self._catching_up = True
+        return await self.memory.catch_up(tape, store)
 
     @hookimpl
     def register_cli_commands(self, app: Any) -> None:

@@ -121,8 +121,20 @@ class SemanticMemorySettings(bub.Settings):
             f"(default: {_DEFAULT['transport_attempts']})."
         ),
     )
-    shutdown_timeout: float = Field(
-        default=30.0, ge=0, description="Seconds to wait at shutdown for running extractions."
+    shutdown_timeout: float | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "Seconds to wait at shutdown for running extractions "
+            f"(default: {_DEFAULT['shutdown_timeout']}: its unfinished work goes to a catch-up process)."
+        ),
+    )
+    catch_up: bool = Field(
+        default=True,
+        description=(
+            "At shutdown, hand a local model's unfinished extraction to a background process that "
+            "extracts it and exits (off: it is extracted by a later run)."
+        ),
     )
     retry_cooldown: float = Field(
         default=30.0,
