@@ -9,7 +9,8 @@ fix them all. It enforces:
 * relation endpoints that are entities of this answer or known entities (no dangling
   ends), with source and target types the relation allows (a type of an inverse pair in
   either direction; it is stored in the pair's canonical form, see :mod:`bub_semantic_memory._ontology`);
-* evidence that points at turn numbers of the transcript window;
+* evidence that points at turn numbers of the transcript window; an entity or relation given
+  none gets the lines that name it (a relation: that name both ends, else either);
 * grounding: each new entity's name or one of its aliases occurs in the window,
   ignoring case and punctuation;
 * one name, one entity: an alias is never another entity's name or alias;
@@ -462,7 +463,7 @@ class _Resolver:
         if rel_key in self.relation_keys:
             return None  # the same fact twice has one right answer: keep the first listing
         self.relation_keys.add(rel_key)
-        evidence = self._check_evidence(label, list(raw.evidence))
+        evidence = self._check_evidence(label, list(raw.evidence)) or self._stating(source_key, target_key)
         return Relation(
             source=source_key, type=rel_type, target=target_key, evidence=sorted_evidence(evidence)
         )
@@ -523,6 +524,21 @@ class _Resolver:
             )
             return False
         return True
+
+    def _stating(self, source: str, target: str) -> list[int]:
+        """The lines of the window that state a relation given without evidence: those that name
+        (or are said by) both of its ends, else those that name either.
+
+        A grammar-constrained model skips an optional list, so a small model's relations came
+        with none; without evidence a relation has no date, no line to quote and no line for a
+        forget to hide.
+        """
+        sources, targets = (
+            set(self.scope.mentions(self._names_of(source))),
+            self.scope.mentions(self._names_of(target)),
+        )
+        both = [turn for turn in targets if turn in sources]
+        return both or list(sorted_evidence([*sources, *targets]))
 
     def _names_of(self, key: str) -> list[str]:
         if key in self.keys:
