@@ -297,7 +297,11 @@ async def test_the_lines_indexed_after_each_extraction_are_those_one_reading_of_
     user_turns(store, "Thanks.", "Maya moved to Porto.")
     await end_of_turn(memory, store)
     assert memory.stats["snapshots"] == 2
-    whole = {line.entry_id: line.text for line in render_transcript(await fetch_tape(store, TAPE)).lines}
+    entries = await fetch_tape(store, TAPE)
+    calls = {entry.id for entry in entries if entry.kind == "tool_call"}  # the agent's action, never quoted
+    whole = {
+        line.entry_id: line.text for line in render_transcript(entries).lines if line.entry_id not in calls
+    }
     index = memory.index(TAPE)
     assert index is not None and index.line_count == len(whole) and index.last_line_id == max(whole)
     [result] = index.passages("sunny")
@@ -353,3 +357,26 @@ async def test_a_tape_another_process_has_claimed_is_left_for_a_later_turn() -> 
     claimed.clear()  # the other process is done
     assert await memory.catch_up(TAPE, store) == 1
     assert extractor.calls == [(1, 2)]
+
+
+def _call(name: str, arguments: str) -> dict[str, Any]:
+    return {"id": f"call-{name}", "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+async def test_a_note_never_quotes_the_agents_own_tool_calls_or_what_the_memory_tools_answered() -> None:
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    memory = service(extractor)
+    user_turns(store, "Hi, I'm Maya Lin.", "Where does Maya live? Check notes.txt")
+    store.append(TAPE, TapeEntry.tool_call([_call("memory_search", '{"query": "where does Maya live"}')]))
+    store.append(TAPE, TapeEntry.tool_result(['{"query": "where does Maya live", "facts": []}']))
+    store.append(
+        TAPE, TapeEntry.tool_call([_call("fs_read", '{"path": "notes.txt"}')], content="Let me look.")
+    )
+    store.append(TAPE, TapeEntry.tool_result(["Maya lives in Lisbon, says notes.txt"]))
+    await end_of_turn(memory, store)
+    assert memory.stats["snapshots"] == 1
+
+    note = memory.block(TAPE, "where does Maya live")
+    assert "memory_search" not in note  # neither the call nor what it returned
+    assert "fs_read returned: Maya lives in Lisbon" in note  # another tool's result was said to the agent
+    assert "Let me look." in memory.block(TAPE, "did you look?")  # what was said beside a call stays

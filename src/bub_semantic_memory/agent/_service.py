@@ -42,6 +42,7 @@ from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import EditError
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.agent._search import is_memory_tool
 from bub_semantic_memory.memory._editing import changes, find_entity, forget_entity
 from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._graph import MemoryGraph
@@ -188,7 +189,8 @@ class MemoryService:
         return graph
 
     def _index_lines(self, tape: str, entries: Sequence[Any]) -> None:
-        """Refresh ``tape``'s retrieval index, with the transcript lines that facts cite as evidence.
+        """Refresh ``tape``'s retrieval index, with the transcript lines that facts cite as evidence
+        and a note may quote: what was said, not the agent's own tool calls (see :func:`_said`).
 
         Only the entries from the last line indexed on are rendered (from that line's own entry:
         a tool result's line names the call before it): rendering and redacting a long tape
@@ -197,8 +199,9 @@ class MemoryService:
         if index is not None:
             entries = _from_line(entries, index.last_line_id)
             lines = render_transcript(entries, redact=self._redactor).lines
+            said = _said(entries)
             dates = {entry.id: entry.date for entry in entries if getattr(entry, "date", "")}
-            index.refresh({line.entry_id: line.text for line in lines}, dates)
+            index.refresh({line.entry_id: line.text for line in lines if line.entry_id in said}, dates)
 
     def _remember(self, tape: str, loaded: MemoryLoad) -> None:
         self._graphs[tape] = loaded.graph
@@ -620,6 +623,37 @@ class MemoryService:
         remaining = deadline - time.monotonic()
         if tasks and remaining > 0:
             await asyncio.wait(tasks, timeout=remaining)
+
+
+def _said(entries: Sequence[Any]) -> set[int]:
+    """The entries whose lines a note may quote: all but the agent's own tool calls and what the
+    memory tools answered.
+
+    A call (``assistant called memory_search({...})``) is the agent's action, not something said;
+    a memory tool's result is the memory itself, which quoted back would feed on itself. What an
+    assistant said beside a call, and what other tools returned (a file, a page), stay.
+    """
+    said: set[int] = set()
+    calling_memory = False
+    for entry in entries:
+        if entry.kind == "tool_call":
+            calls = entry.payload.get("calls")
+            names = [_call_name(call) for call in calls] if isinstance(calls, list) else []
+            calling_memory = any(is_memory_tool(name) for name in names)
+            if str(entry.payload.get("content") or "").strip():
+                said.add(entry.id)
+        elif entry.kind == "tool_result":
+            if not calling_memory:
+                said.add(entry.id)
+            calling_memory = False
+        else:
+            said.add(entry.id)
+    return said
+
+
+def _call_name(call: Any) -> str:
+    function = call.get("function") if isinstance(call, dict) else None
+    return str(function.get("name") or "") if isinstance(function, dict) else ""
 
 
 def _from_line(entries: Sequence[Any], since: int) -> Sequence[Any]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bub_semantic_memory.agent._search import recall_entity, search_memory
+from bub_semantic_memory.agent._search import MEMORY_TOOLS, recall_entity, search_memory
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["MemoryForget", "MemoryRecall", "MemorySearch", "memory_tool_names", "register_memory_tools"]
 
 logger = logging.getLogger(__name__)
+SEARCH, RECALL, FORGET = MEMORY_TOOLS
 
 
 class MemorySearch(BaseModel):
@@ -71,7 +72,7 @@ AGENT = "agent:memory.forget"
 
 def memory_tool_names() -> tuple[str, ...]:
     """The names of the tools :func:`register_memory_tools` registers."""
-    return ("memory.search", "memory.recall", "memory.forget")
+    return MEMORY_TOOLS
 
 
 def register_memory_tools(
@@ -107,7 +108,7 @@ def register_memory_tools(
             stats["tool_errors"] += 1
             return {"error": f"the memory is unavailable: {type(exc).__name__}: {exc}"}
 
-    @tool(context=True, name="memory.search", model=MemorySearch)
+    @tool(context=True, name=SEARCH, model=MemorySearch)
     async def memory_search(param: MemorySearch, *, context: ToolContext) -> dict[str, Any]:
         """Search what the memory holds of this conversation: the facts and entities a query is about,
         best first, each with the entry ids that state it (tape.search finds those entries)."""
@@ -126,7 +127,7 @@ def register_memory_tools(
 
         return await answered("memory.search", search())
 
-    @tool(context=True, name="memory.recall", model=MemoryRecall)
+    @tool(context=True, name=RECALL, model=MemoryRecall)
     async def memory_recall(param: MemoryRecall, *, context: ToolContext) -> dict[str, Any]:
         """Everything the memory holds about one entity, by name or alias: its facts, current and
         superseded, with the entry ids that state them."""
@@ -136,7 +137,7 @@ def register_memory_tools(
 
         return await answered("memory.recall", recall())
 
-    @tool(context=True, name="memory.forget", model=MemoryForget)
+    @tool(context=True, name=FORGET, model=MemoryForget)
     async def memory_forget(param: MemoryForget, *, context: ToolContext) -> dict[str, Any]:
         """Forget an entity when the user asks you to ("forget what I told you about X"): it, its
         relations and the facts about it leave the memory, and the answer says what was removed.
