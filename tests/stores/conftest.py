@@ -151,7 +151,11 @@ def make_backend(
     plugin = "bub_tapestore_redis" if name == "redis" else "bub_tapestore_sqlalchemy"
     if importlib.util.find_spec(plugin) is None:
         unavailable(
-            f"bub's {name} tape store", RuntimeError(f"{plugin} is not in {STORE_PLUGINS}: run 'make stores'")
+            f"bub's {name} tape store",
+            RuntimeError(
+                f"{plugin} is not in {STORE_PLUGINS}: run 'make stores VENDOR=DIR' "
+                "with bub-contrib's store packages in DIR"
+            ),
         )
     masks = mask_store_plugins(tmp_path / f"masks-{name}", keep="redis" if name == "redis" else "sqlalchemy")
     if name == "sqlite":
