@@ -1,4 +1,4 @@
-"""Run the benchmark suite: ``uv run python -m benchmarks``.
+"""Run the benchmark suite: ``python -m benchmarks``.
 
 Runs every section in a fresh process of its own, one after another (so no section runs
 on a heap or threads another section left behind), prints the summary table and
@@ -54,7 +54,7 @@ def _versions() -> str:
 
 
 def _command(argv: Sequence[str]) -> str:
-    return " ".join(["uv run python -m benchmarks", *argv])
+    return " ".join(["python -m benchmarks", *argv])
 
 
 def _met(row: Row) -> str:

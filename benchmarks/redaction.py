@@ -16,7 +16,7 @@ Reported: milliseconds per 1,000 rendered lines of each (median of the rounds), 
 redaction now adds, and now / before. The one-off cost of the first redaction in a process
 (detect-secrets loads its plugins) is timed separately.
 
-Run on its own, ``uv run python -m benchmarks.redaction`` prints the figures;
+Run on its own, ``python -m benchmarks.redaction`` prints the figures;
 ``--reliability docs/reliability.md`` also writes them into that report's redaction block
 (the reliability suite carries the block over when it regenerates the file).
 """
@@ -161,7 +161,7 @@ def block_markdown(section: Section, argv: Sequence[str]) -> str:
     lines.extend(f"- {row.metric}: {row.value}" for row in section.rows)
     lines.append(
         f"\nMeasured {now} on {os.cpu_count()} cores (load average {load} after the run) with "
-        f"`uv run python -m benchmarks.redaction {' '.join(argv)}`; absolute times are indicative (this "
+        f"`python -m benchmarks.redaction {' '.join(argv)}`; absolute times are indicative (this "
         "machine, its load), the ratio is the figure to compare."
     )
     return "\n".join(lines)

@@ -10,8 +10,8 @@ source: the hand-written ``conversations-*.jsonl`` are rewritten line by line; t
 lines of the generators (``make_long.py``, ``long_scenarios/*.py``) are deleted and the
 generators rerun. It prints every relation it drops, and running it again changes nothing.
 
-Usage: uv run python evals/sources/drop_inverse_twins.py
-Then:  uv run semantic-memory fixtures import evals/sources --out evals/fixtures
+Usage: python evals/sources/drop_inverse_twins.py
+Then:  semantic-memory fixtures import evals/sources --out evals/fixtures
 """
 
 from __future__ import annotations

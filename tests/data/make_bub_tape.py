@@ -1,6 +1,6 @@
 """Regenerate ``bub_run_tape.jsonl``: a real tape written by ``bub run`` against a fake endpoint.
 
-Run from the repository root: ``uv run python tests/data/make_bub_tape.py``. Three turns in
+Run from the repository root: ``python tests/data/make_bub_tape.py``. Three turns in
 one session: facts in a user message, a turn where the agent calls a tool (``fs.read``
 of a notes file) whose result carries facts, and a correction.
 """

@@ -6,7 +6,7 @@ and recorded, so a page that needs the network shows up in :attr:`PageRun.reques
 
 Also a script that refreshes the README's screenshot of a committed report::
 
-    uv run python -m tests.helpers.browser evals/reports/local-quick-extract1-2-3 docs/eval-report.png
+    python -m tests.helpers.browser evals/reports/local-quick-extract1-2-3 docs/eval-report.png
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 __all__ = ["COMMAND", "MEASURED", "SECTIONS", "Outcomes", "Table", "measured_block"]
 
-COMMAND = "RELIABILITY_REPORT=docs/reliability.md uv run pytest tests/reliability tests/stores/test_forget.py"
+COMMAND = "RELIABILITY_REPORT=docs/reliability.md pytest tests/reliability tests/stores/test_forget.py"
 
 # (key, heading, what the section shows); the order of the document.
 SECTIONS: tuple[tuple[str, str, str], ...] = (
@@ -116,7 +116,7 @@ def measured_block(name: str, previous: str) -> str:
     """The block ``name`` of ``previous`` (the report being replaced), or a placeholder."""
     found = {m.group("name"): m.group("body") for m in _MEASURED_BLOCK.finditer(previous)}
     body = found.get(name) or (
-        "Not measured yet: run `uv run python -m benchmarks.redaction --reliability docs/reliability.md`."
+        "Not measured yet: run `python -m benchmarks.redaction --reliability docs/reliability.md`."
     )
     return f"<!-- measured:{name} -->\n{body}\n<!-- /measured:{name} -->"
 

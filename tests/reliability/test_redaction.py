@@ -80,6 +80,6 @@ def test_the_measured_block_is_carried_over_or_asked_for() -> None:
     assert measured_block("redaction-cost", previous) == (
         "<!-- measured:redaction-cost -->\n| 1 | 2 |\n<!-- /measured:redaction-cost -->"
     )
-    assert "Not measured yet: run `uv run python -m benchmarks.redaction" in measured_block(
+    assert "Not measured yet: run `python -m benchmarks.redaction" in measured_block(
         "redaction-cost", ""
     )
