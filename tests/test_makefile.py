@@ -49,7 +49,7 @@ def fake_uv(tmp_path: Path, plan: str) -> str:
 def test_setup_local_says_what_it_builds_how_long_it_takes_and_reports_while_it_runs(tmp_path: Path) -> None:
     # uv's plan for a cache without the wheel; a stand-in for the 6-7 minute build: 2.5 s, a report a second.
     uv = fake_uv(tmp_path, "Identified uncached distribution: llama-cpp-python==0.3.36")
-    done = make("-o", "setup", "setup-local", "VENV_PY=/nonexistent", "TICK=1", uv)
+    done = make("-o", "setup-runtime", "setup-local", "VENV_PY=/nonexistent", "TICK=1", uv)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[:2] == [
@@ -66,7 +66,7 @@ def test_setup_local_says_what_it_builds_how_long_it_takes_and_reports_while_it_
 
 def test_setup_local_does_not_announce_a_build_when_uv_has_the_wheel(tmp_path: Path) -> None:
     uv = fake_uv(tmp_path, "Registry requirement already cached: llama-cpp-python==0.3.36")
-    done = make("-o", "setup", "setup-local", "VENV_PY=/nonexistent", "TICK=1", uv)
+    done = make("-o", "setup-runtime", "setup-local", "VENV_PY=/nonexistent", "TICK=1", uv)
     assert done.returncode == 0, done.stderr
     assert (
         done.stdout.splitlines()[0]
@@ -85,7 +85,19 @@ def test_uvs_plan_names_llama_cpp_python_as_the_makefile_expects() -> None:
     if not tools.exists():
         pytest.skip("uv is not set up (make setup)")
     done = subprocess.run(
-        [str(tools), "-m", "uv", "sync", "--frozen", "--inexact", "--extra", "local", "--dry-run", "-v"],
+        [
+            str(tools),
+            "-m",
+            "uv",
+            "sync",
+            "--frozen",
+            "--inexact",
+            "--no-dev",
+            "--extra",
+            "local",
+            "--dry-run",
+            "-v",
+        ],
         cwd=REPO,
         env={**os.environ, "VIRTUAL_ENV": str(REPO / ".venv")},
         capture_output=True,
@@ -95,9 +107,7 @@ def test_uvs_plan_names_llama_cpp_python_as_the_makefile_expects() -> None:
     )
     assert done.returncode == 0, done.stderr
     plan = r"(already cached|uncached distribution|Requirement already installed): llama-cpp-python=="
-    assert re.search(plan, done.stderr), done.stderr[
-        -2000:
-    ]
+    assert re.search(plan, done.stderr), done.stderr[-2000:]
 
 
 def test_make_stores_prints_no_warning() -> None:
@@ -108,7 +118,7 @@ def test_make_stores_prints_no_warning() -> None:
 
 
 def test_setup_local_passes_on_a_failed_build() -> None:
-    done = make("-o", "setup", "setup-local", "VENV_PY=/nonexistent", "UV=sh -c 'exit 3' --")
+    done = make("-o", "setup-runtime", "setup-local", "VENV_PY=/nonexistent", "UV=sh -c 'exit 3' --")
     assert done.returncode != 0 and "finished in" in done.stdout
 
 
@@ -138,3 +148,12 @@ def test_the_environment_holds_no_store_plugin_bub_would_pick() -> None:
         cwd="/",
     )
     assert "semantic-memory" in listed.stdout and "tapestore" not in listed.stdout, listed.stdout
+
+
+def test_make_eval_installs_neither_the_dev_tools_nor_the_smoke_test_model() -> None:
+    """The quickstart's eval needs the runtime and the embedded model: no linters, browsers or 270M model."""
+    planned = make("-n", "-B", "eval")
+    assert planned.returncode == 0, planned.stderr
+    uv_lines = [line for line in planned.stdout.splitlines() if " -m uv sync" in line or " -m uv run" in line]
+    assert uv_lines and all("--no-dev" in line for line in uv_lines), uv_lines
+    assert not any("smoke" in line for line in uv_lines)

