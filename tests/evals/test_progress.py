@@ -181,9 +181,9 @@ async def test_a_slow_step_before_the_fixtures_and_a_long_fixture_are_never_sile
 
     assert await progress.phase("Opening local", assemble_the_model()) == "backend"
     assert out.getvalue().splitlines() == [
-        "Opening local (10 s so far)",  # said once it took longer than 2 s
-        "Opening local (40 s so far)",
-        "Opening local (1 min 10 s so far)",
+        "Opening local: 10 s so far",  # said once it took longer than 2 s
+        "Opening local: 40 s so far",
+        "Opening local: 1 min 10 s so far",
     ]
     with progress:
         progress.start_run("extract@9 (local)", 1)

@@ -159,7 +159,7 @@ class RunProgress:
         if not self.enabled or now - self._said < HEARTBEAT_S:
             return None
         if self._phase:
-            line = f"{self._phase} ({format_duration(now - self.started)} so far)"
+            line = f"{self._phase}: {format_duration(now - self.started)} so far"
         elif self._in_flight and self._bar is None:
             running = ", ".join(
                 f"{name} ({format_duration(now - since)})" for name, since in self._in_flight.items()
