@@ -115,7 +115,7 @@ def test_eval_run_reports_every_fixture_on_stderr_and_keeps_stdout_for_results(t
             ],
         )
     assert done.exit_code == 0, done.output
-    lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    lines = [line for line in done.stderr.splitlines() if line.startswith("[") and "still" not in line]
     assert [line.split("]")[0] for line in lines] == [f"[{i}/{len(quick)}" for i in range(1, len(quick) + 1)]
     assert all("extract@1 (oracle)" in line and "ETA" in line for line in lines)
     assert "ETA" not in done.stdout
