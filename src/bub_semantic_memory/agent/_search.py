@@ -16,15 +16,7 @@ if TYPE_CHECKING:
     from bub_semantic_memory.memory._graph import MemoryGraph
     from bub_semantic_memory.memory._index import Finding
 
-__all__ = ["EMPTY_MEMORY", "MEMORY_TOOLS", "is_memory_tool", "recall_entity", "search_memory"]
-
-MEMORY_TOOLS = ("memory.search", "memory.recall", "memory.forget")
-"""The agent's memory tools, by the names they are registered under (the model sees ``memory_search``...)."""
-
-
-def is_memory_tool(name: str) -> bool:
-    """Whether a tool call's ``name`` is one of :data:`MEMORY_TOOLS`, in either spelling."""
-    return name.replace("_", ".", 1) in MEMORY_TOOLS
+__all__ = ["EMPTY_MEMORY", "recall_entity", "search_memory"]
 
 EMPTY_MEMORY = "the memory of this conversation is empty: nothing was extracted yet"
 

@@ -42,7 +42,7 @@ from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import EditError
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.agent._search import is_memory_tool
+from bub_semantic_memory.agent._tool_names import is_memory_tool
 from bub_semantic_memory.memory._editing import changes, find_entity, forget_entity
 from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._graph import MemoryGraph

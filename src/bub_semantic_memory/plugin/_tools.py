@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bub_semantic_memory.agent._search import MEMORY_TOOLS, recall_entity, search_memory
+from bub_semantic_memory.agent._search import recall_entity, search_memory
+from bub_semantic_memory.agent._tool_names import MEMORY_TOOLS
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
