@@ -43,7 +43,12 @@ from bub_semantic_memory.memory._editing import changes, find_entity, forget_ent
 from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.memory._index import MemoryIndex, Ranking
-from bub_semantic_memory.memory._render import DEFAULT_BUDGET, MemoryBlock, render_memory
+from bub_semantic_memory.memory._render import (
+    DEFAULT_BUDGET,
+    DEFAULT_PASSAGE_SHARE,
+    MemoryBlock,
+    render_memory,
+)
 from bub_semantic_memory.stores._store import MemoryLoad, SnapshotStore, fetch_tape
 from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import render_transcript
@@ -83,7 +88,7 @@ class MemoryPolicy:
     max_concurrent: int = 2
     retry_cooldown: float = 30.0
     checkpoint_every: int = 200
-    passage_share: float = 0.25
+    passage_share: float = DEFAULT_PASSAGE_SHARE
 
 
 def _tape_was_reset(entries: Sequence[Any], watermark: int) -> bool:

@@ -4,6 +4,10 @@ The CLI parses arguments, calls the public API and renders results: data on
 stdout, progress and logs on stderr. A failure prints one ``Error: ...`` line and
 exits 1 (usage errors exit 2); ``--verbose`` shows the traceback instead. The
 conventions live in :mod:`._common`.
+
+Importing the CLI, and printing any help, imports neither bub nor the model clients (openai,
+Instructor, llama.cpp): each command imports what it needs when it runs, so ``--help`` answers
+in well under a second (``tests/test_cli_startup.py`` holds the list).
 """
 
 from __future__ import annotations
@@ -30,9 +34,25 @@ app = _app.new_app(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        _common.stdout.print(f"semantic-memory {version('bub-semantic-memory')}", markup=False)
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs and full tracebacks on stderr."),
+    _version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        expose_value=False,
+        help="Print the version and exit.",
+    ),
 ) -> None:
     _common.configure_logging(verbose)
 

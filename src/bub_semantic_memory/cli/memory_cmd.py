@@ -8,13 +8,11 @@ import asyncio
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from bub_semantic_memory._models import Snapshot
-from bub_semantic_memory.agent._search import search_memory
-from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
 from bub_semantic_memory.cli._app import PROMOTED_PROMPT, Command, new_app
 from bub_semantic_memory.cli._common import (
     TAPES_DIR_OPTION,
@@ -38,13 +36,16 @@ from bub_semantic_memory.cli._options import (
     extractor_config,
 )
 from bub_semantic_memory.cli.edit_cmd import register as register_edits
+from bub_semantic_memory.cli.edit_cmd import tape_name
 from bub_semantic_memory.cli.export_cmd import register as register_export
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.memory._render import DEFAULT_BUDGET
-from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name, validate_tape_name
+from bub_semantic_memory.memory._render import DEFAULT_BUDGET, DEFAULT_PASSAGE_SHARE
 from bub_semantic_memory.tape._transcript import Entry, ReadReport, read_tape_file
+
+if TYPE_CHECKING:  # the stores and the agent layer import bub: loaded when a command runs
+    from bub_semantic_memory.agent._service import MemoryService
 
 
 def register(app: typer.Typer) -> None:
@@ -86,6 +87,8 @@ def extract(
     ),
 ) -> None:
     """Extract entities and relations from a tape file and print the snapshot(s)."""
+    from bub_semantic_memory.stores._store import SnapshotStore, validate_tape_name
+
     name = validate_tape_name(tape or tape_file.name.removesuffix(".jsonl"))
     entries = _read_tape(tape_file)
 
@@ -186,9 +189,10 @@ def search(
     ),
 ) -> None:
     """Search a tape's memory as the agent's memory.search tool does: facts and entities, best first."""
-    if (tape is None) == (session is None):
-        fail("give either --tape NAME or --session", code=2)
-    name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
+    from bub_semantic_memory.agent._search import search_memory
+    from bub_semantic_memory.agent._service import MemoryService
+
+    name = tape_name(tape, session, workspace)
     ontology = PromptLibrary(prompts_dir).load(prompt).ontology
     service = MemoryService(ontology=lambda: ontology, extractor=lambda: None)
 
@@ -227,7 +231,7 @@ def show(
     query: str = typer.Option("", "--query", "-q", help="The user message to rank facts for."),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", min=50, help="Token budget of the block."),
     passage_share: float = typer.Option(
-        MemoryPolicy().passage_share,
+        DEFAULT_PASSAGE_SHARE,
         "--passage-share",
         min=0.0,
         max=1.0,
@@ -242,6 +246,9 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the block and its statistics as JSON."),
 ) -> None:
     """Print exactly the memory block that would be injected for TAPE."""
+    from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+    from bub_semantic_memory.stores._store import session_tape_name, validate_tape_name
+
     if (tape is None) == (session is None):
         fail("give either a TAPE name or --session", code=2)
     name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
