@@ -1,15 +1,25 @@
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from bub.store import FileTapeStore
 from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app
+from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name
+from bub_semantic_memory.tape import read_tape_file
 from bub_semantic_memory.testing import FakeOpenAIServer, status_reply, tool_call_reply
 from tests.conftest import DATA, REPO
+from tests.helpers.snapshot_writer import snapshot
+
+SCRIPT = Path(sys.executable).parent / "semantic-memory"
 
 runner = CliRunner()
 TAPE = DATA / "bub_run_tape.jsonl"
@@ -126,9 +136,73 @@ def test_extract_prints_json_and_stores_incrementally(fake_openai: FakeOpenAISer
     assert stats["watermark"] == 29 and stats["entities"] == 2 and stats["tokens"] <= stats["budget"]
 
 
-def test_show_of_an_empty_memory_prints_nothing(tmp_path: Path) -> None:
+def test_show_of_a_tape_without_memory_in_an_empty_store_is_one_error_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["show", "nothing-here", "--tapes-dir", str(tmp_path)])
-    assert result.exit_code == 0 and result.stdout == "" and "No memory" in result.stderr
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        "Error: no memory for tape nothing-here (no such tape in the store); no tape has a memory yet"
+    ]
+
+
+def test_show_and_search_of_a_tape_without_memory_list_the_tapes_that_have_one(tmp_path: Path) -> None:
+    """A mistyped name, or a session's tape before its first extraction: exit 1, and the names to
+    try instead (five of them, then a count)."""
+    tapes = tmp_path / "tapes"
+    store = SnapshotStore(FileTapeStore(tapes))
+    names = [f"tape-{n}" for n in range(7)]
+    for name in names:
+        asyncio.run(store.append(snapshot(name, 1, 10)))
+    shutil.copy(TAPE, tapes / "known.jsonl")  # a tape bub wrote, not extracted yet
+    entries = len(read_tape_file(TAPE)[0])
+    listed = "tapes with a memory: tape-0, tape-1, tape-2, tape-3, tape-4 and 2 more"
+    for args in (
+        ["show"],
+        ["show", "--json"],
+        ["memory", "search", "Maya"],
+        ["memory", "search", "x", "--json"],
+    ):
+        for tape, why in (
+            ("typo", "no such tape in the store"),
+            ("known", f"the tape has {entries} entries, none extracted yet"),
+        ):
+            where = ["--tape", tape] if args[0] == "memory" else [tape]
+            result = runner.invoke(app, [*args[:1], *args[1:2], *where, *args[2:], "--tapes-dir", str(tapes)])
+            assert (result.exit_code, result.stdout) == (1, ""), (args, tape)
+            assert result.stderr.splitlines() == [f"Error: no memory for tape {tape} ({why}); {listed}"]
+    shown = runner.invoke(app, ["show", "tape-0", "--tapes-dir", str(tapes)])
+    assert shown.exit_code == 0 and "Person 1" in shown.stdout
+
+
+def test_show_of_a_session_without_memory_names_its_hashed_tape(tmp_path: Path) -> None:
+    """The real console script: the exit code a shell sees, and the tape name bub gives the session."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    done = subprocess.run(
+        [
+            str(SCRIPT),
+            "show",
+            "--session",
+            "cli:local",
+            "--workspace",
+            str(workspace),
+            "--tapes-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    tape = session_tape_name("cli:local", workspace)
+    assert tape == (
+        hashlib.md5(str(workspace.resolve()).encode()).hexdigest()[:16]
+        + "__"
+        + hashlib.md5(b"cli:local").hexdigest()[:16]
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"Error: no memory for tape {tape} (no such tape in the store); no tape has a memory yet"
+    ]
 
 
 def test_an_endpoint_failure_is_one_line_with_the_cause(fake_openai: FakeOpenAIServer) -> None:

@@ -163,12 +163,51 @@ def _print_snapshots(snapshots: list[Snapshot]) -> None:
 
 
 async def _load(service: MemoryService, name: str, backend: Any) -> MemoryGraph:
-    """The tape's memory, loaded the way the plugin loads it (the skipped lines said on stderr)."""
+    """The tape's memory, loaded the way the plugin loads it (the skipped lines said on stderr).
+
+    A tape without any memory is an error (exit 1) that says whether the tape exists and which
+    tapes have a memory: a mistyped or unhashed name must not look like an empty memory.
+    """
     graph = await service.load(name, backend)
     skipped = service.stats["unreadable_snapshots"]
     if skipped:
         stderr.print(f"Skipped {skipped} unreadable line(s) of the memory sidecar.", markup=False)
+    if not graph.snapshot_count and not len(graph):
+        raise _NoMemory(await _no_memory(name, backend))
     return graph
+
+
+_LISTED = 5
+"""Tapes a "no memory" error names before it counts the rest."""
+
+
+class _NoMemory(Exception):
+    """The tape has no memory: the message says why and which tapes have one."""
+
+
+async def _no_memory(name: str, backend: Any) -> str:
+    from bub_semantic_memory.stores._store import fetch_tape, tapes_with_memory
+
+    entries = len(await fetch_tape(backend, name))
+    why = f"the tape has {entries} entries, none extracted yet" if entries else "no such tape in the store"
+    known = await tapes_with_memory(backend)
+    if not known:
+        return f"no memory for tape {name} ({why}); no tape has a memory yet"
+    more = f" and {len(known) - _LISTED} more" if len(known) > _LISTED else ""
+    return f"no memory for tape {name} ({why}); tapes with a memory: {', '.join(known[:_LISTED])}{more}"
+
+
+def _load_or_fail(service: MemoryService, name: str, tapes_dir: Path | None) -> MemoryGraph:
+    """:func:`_load` in the tape store ``--tapes-dir`` names (else bub's); no memory: exit 1."""
+
+    async def load() -> MemoryGraph:
+        async with tape_store(tapes_dir) as backend:
+            return await _load(service, name, backend)
+
+    try:
+        return asyncio.run(load())
+    except _NoMemory as exc:
+        fail(str(exc))
 
 
 @handle_errors
@@ -196,12 +235,8 @@ def search(
     ontology = PromptLibrary(prompts_dir).load(prompt).ontology
     service = MemoryService(ontology=lambda: ontology, extractor=lambda: None)
 
-    async def run() -> dict[str, Any]:
-        async with tape_store(tapes_dir) as backend:
-            await _load(service, name, backend)
-        return search_memory(service, name, query, entity_type=entity_type, limit=limit)
-
-    result = asyncio.run(run())
+    _load_or_fail(service, name, tapes_dir)
+    result = search_memory(service, name, query, entity_type=entity_type, limit=limit)
     if as_json:
         stdout.print(json.dumps(result, indent=2, ensure_ascii=False), markup=False)
         return
@@ -257,11 +292,7 @@ def show(
     policy = MemoryPolicy(budget=budget, passage_share=passage_share)
     service = MemoryService(ontology=lambda: ontology, extractor=lambda: None, policy=policy)
 
-    async def load() -> MemoryGraph:
-        async with tape_store(tapes_dir) as backend:
-            return await _load(service, name, backend)
-
-    graph = asyncio.run(load())
+    graph = _load_or_fail(service, name, tapes_dir)
     block = service.render(name, query)  # the plugin's own path: ranked, evidence quoted
     if as_json:
         payload = {
@@ -281,6 +312,6 @@ def show(
         stdout.print(json.dumps(payload, indent=2, ensure_ascii=False), markup=False)
         return
     if not block:
-        stderr.print(f"No memory for tape {name}: nothing would be injected.", markup=False)
+        stderr.print(f"The memory of tape {name} holds nothing to inject.", markup=False)
         return
     stdout.print(block.text, markup=False)
