@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from bub.store import FileTapeStore
 from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app
+from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name
 from bub_semantic_memory.tape import read_tape_file
 from bub_semantic_memory.testing import FakeOpenAIServer, status_reply, tool_call_reply
@@ -59,6 +61,34 @@ def test_prompts_list_shows_versions_and_status() -> None:
     rows = json.loads(result.stdout)
     assert {"extract@1", "extract@2"} <= {r["prompt"] for r in rows}
     assert all(r["status"] in ("draft", "released", "promoted") for r in rows)
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_prompts_list_fits_the_terminal_and_says_for_which_class_a_version_is_promoted(columns: int) -> None:
+    done = subprocess.run(
+        [str(SCRIPT), "prompts", "list"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": str(columns)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(len(line) <= columns for line in lines), done.stdout
+    assert "…" not in done.stdout
+    library = PromptLibrary()
+    cells = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines if line.startswith("│")]
+    versions = [f"extract@{v}" for v in library.versions("extract")]
+    assert [row[0] for row in cells if row[0]][: len(versions)] == versions  # every version, whole
+    promoted = library.manifest().promoted["extract"]
+    statuses: dict[str, str] = {}
+    for row in cells:  # the first part of the table has the statuses (a narrow one continues)
+        if row[0] in versions:
+            statuses.setdefault(row[0], row[1])
+    for model_class, promotion in promoted.items():
+        assert statuses[f"extract@{promotion.version}"] == f"promoted ({model_class})"
+    assert not any(status == "promoted" for status in statuses.values())
 
 
 def test_an_unknown_prompt_is_one_error_line_and_exit_1() -> None:
