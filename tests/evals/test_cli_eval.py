@@ -169,13 +169,20 @@ def test_eval_run_writes_reports_and_a_rerun_is_cached(tmp_path: Path) -> None:
         0
     ].metrics.requests_made == 0
     assert "Entity F1" in first.stdout and "extract@2" in first.stdout
-    # The quick fixtures with gold facts are scored for facts; these prompt versions state none.
+    # The quick fixtures with gold facts are scored for facts; these prompt versions state none,
+    # so the counts are kept (every gold fact missed) but the scores read "–", and a note says why.
     quick_facts = sum(len(f.facts or ()) for f in QUICK)
     assert quick_facts > 0
     assert [run.metrics.facts for run in report.runs] == [PRF(tp=0, predicted=0, gold=quick_facts)] * 2
-    assert "Fact F1" in first.stdout
+    assert [run.states_facts for run in report.runs] == [False, False]
+    rows = [[c.strip() for c in line.strip().strip("│").split("│")] for line in first.stdout.splitlines()]
+    assert next(row for row in rows if row[0] == "Fact F1") == ["Fact F1", "–", "–", "–"]
+    note = "Fact rows: – where the prompt version states no facts (extract@1, extract@2)."
+    assert note in " ".join(first.stdout.split())
     markdown = (out / "report.md").read_text(encoding="utf-8")
-    assert "| Fact R | 0.000 |" in markdown and "- Missed facts:" in markdown
+    assert "| Fact R | – | – | – |" in markdown and "- Missed facts:" in markdown
+    assert "\n".join(["", note]) in markdown
+    assert f'<p class="note">{note}</p>' in (out / "report.html").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("reasks", [0, 3])
