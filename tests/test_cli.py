@@ -203,6 +203,26 @@ def test_show_and_search_of_a_tape_without_memory_list_the_tapes_that_have_one(t
     assert shown.exit_code == 0 and "Person 1" in shown.stdout
 
 
+def test_show_and_search_say_nothing_on_stderr_about_a_long_tool_result(tmp_path: Path) -> None:
+    """A tool result longer than a line's limit is cut in the lines a note may quote, by design;
+    it used to print a WARNING line at whoever showed or searched the memory."""
+    tapes = tmp_path / "tapes"
+    tapes.mkdir()
+    lines = TAPE.read_text(encoding="utf-8").splitlines()
+    last = json.loads(lines[-1])
+    text = " ".join(["word"] * 600)
+    long_result = {"id": last["id"] + 1, "kind": "tool_result", "payload": {"results": [text]}}
+    (tapes / "t.jsonl").write_text("\n".join([*lines, json.dumps(long_result)]) + "\n", encoding="utf-8")
+    asyncio.run(SnapshotStore(FileTapeStore(tapes)).append(snapshot("t", 1, 10)))
+    for args in (["show", "t"], ["memory", "search", "Person", "--tape", "t"]):
+        result = runner.invoke(app, [*args, "--tapes-dir", str(tapes)])
+        assert (result.exit_code, result.stderr) == (0, ""), args
+        assert "Person 1" in result.stdout
+    verbose = runner.invoke(app, ["--verbose", "show", "t", "--tapes-dir", str(tapes)])
+    said = f"entry {long_result['id']}: tool result of {len(text):,} characters truncated to 1,500"
+    assert said in verbose.stderr  # --verbose still says it
+
+
 def test_show_of_a_session_without_memory_names_its_hashed_tape(tmp_path: Path) -> None:
     """The real console script: the exit code a shell sees, and the tape name bub gives the session."""
     workspace = tmp_path / "ws"

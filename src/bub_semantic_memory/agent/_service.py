@@ -51,7 +51,7 @@ from bub_semantic_memory.memory._render import (
 )
 from bub_semantic_memory.stores._store import MemoryLoad, SnapshotStore, fetch_tape
 from bub_semantic_memory.tape._redact import Redactor
-from bub_semantic_memory.tape._transcript import render_transcript
+from bub_semantic_memory.tape._transcript import ReadReport, render_transcript
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
@@ -193,7 +193,10 @@ class MemoryService:
         index = self.index(tape)
         if index is not None:
             entries = _from_line(entries, index.last_line_id)
-            lines = render_transcript(entries, redact=self._redactor).lines
+            # A line cut to its limit is what a note would quote, by design: not worth a warning to
+            # whoever shows or searches the memory (or to bub's log on every load). Debug level.
+            report = ReadReport(source=tape, log_level=logging.DEBUG)
+            lines = render_transcript(entries, redact=self._redactor, report=report).lines
             dates = {entry.id: entry.date for entry in entries if getattr(entry, "date", "")}
             index.refresh({line.entry_id: line.text for line in lines}, dates)
 
