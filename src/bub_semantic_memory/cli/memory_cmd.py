@@ -48,18 +48,20 @@ if TYPE_CHECKING:  # the stores and the agent layer import bub: loaded when a co
     from bub_semantic_memory.agent._service import MemoryService
 
 
-def register(app: typer.Typer) -> None:
+def register(app: typer.Typer, *, verbs_at_top: bool = False) -> None:
     """Add the memory commands to ``app`` (the console script, or bub's ``memory`` group):
-    ``extract``, ``show``, and the ``memory`` verbs on a tape's stored memory."""
+    ``extract``, ``show``, and the ``memory`` verbs on a tape's stored memory; with
+    ``verbs_at_top`` the verbs are also commands of ``app`` itself, and their group is unlisted."""
     app.command("extract", cls=Command)(extract)
     app.command("show", cls=Command)(show)
     verbs = new_app(
         "A tape's stored memory: search it, forget, correct, merge, end, undo, export and import."
     )
-    verbs.command("search")(search)
-    register_edits(verbs)
-    register_export(verbs)
-    app.add_typer(verbs, name="memory")
+    for group in (verbs, app) if verbs_at_top else (verbs,):
+        group.command("search", cls=Command)(search)
+        register_edits(group)
+        register_export(group)
+    app.add_typer(verbs, name="memory", hidden=verbs_at_top)
 
 
 @handle_errors
