@@ -244,6 +244,8 @@ def test_show_of_a_session_without_memory_names_its_hashed_tape(tmp_path: Path) 
         timeout=120,
     )
     tape = session_tape_name("cli:local", workspace)
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert f"`<workspace hash>__{tape.split('__')[1]}`" in readme  # the README's hash of cli:local
     assert tape == (
         hashlib.md5(str(workspace.resolve()).encode()).hexdigest()[:16]
         + "__"

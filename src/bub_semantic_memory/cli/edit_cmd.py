@@ -30,7 +30,9 @@ if TYPE_CHECKING:  # the stores and the agent layer import bub: loaded when a ve
 __all__ = ["end", "forget", "list_edits", "merge", "register", "set_attribute", "split", "undo", "unset"]
 
 TAPE = typer.Option(None, "--tape", help="Tape name (or use --session).")
-SESSION = typer.Option(None, "--session", help="A bub session id (with --workspace).")
+SESSION = typer.Option(
+    None, "--session", help="A bub session id, with --workspace ('bub run' uses cli:local)."
+)
 WORKSPACE = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session.")
 PROMPT = typer.Option(
     PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version whose ontology folds the memory."

@@ -35,8 +35,8 @@ from bub_semantic_memory.cli._options import (
     REQUEST_TIMEOUT,
     extractor_config,
 )
+from bub_semantic_memory.cli.edit_cmd import SESSION, tape_name
 from bub_semantic_memory.cli.edit_cmd import register as register_edits
-from bub_semantic_memory.cli.edit_cmd import tape_name
 from bub_semantic_memory.cli.export_cmd import register as register_export
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptLibrary
@@ -216,7 +216,7 @@ def _load_or_fail(service: MemoryService, name: str, tapes_dir: Path | None) -> 
 def search(
     query: str = typer.Argument(..., help="What to look for: a question or keywords."),
     tape: str | None = typer.Option(None, "--tape", help="Tape name (or use --session)."),
-    session: str | None = typer.Option(None, "--session", help="A bub session id (with --workspace)."),
+    session: str | None = SESSION,
     workspace: Path = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session."),
     entity_type: str | None = typer.Option(None, "--type", help="Only entities of this type."),
     limit: int = typer.Option(10, "--limit", "-n", min=1, max=50, help="At most this many facts."),
@@ -262,8 +262,13 @@ def search(
 
 @handle_errors
 def show(
-    tape: str | None = typer.Argument(None, help="Tape name (see 'bub' tapes), or use --session."),
-    session: str | None = typer.Option(None, "--session", help="A bub session id (with --workspace)."),
+    tape: str | None = typer.Argument(
+        None, help="Tape name (bub's: <md5 of the workspace>__<md5 of the session>, 16 hex digits each), "
+        "or use --session."
+    ),
+    session: str | None = typer.Option(
+        None, "--session", help="A bub session id, with --workspace ('bub run' uses cli:local)."
+    ),
     workspace: Path = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session."),
     query: str = typer.Option("", "--query", "-q", help="The user message to rank facts for."),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", min=50, help="Token budget of the block."),
