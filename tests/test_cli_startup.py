@@ -63,7 +63,9 @@ def test_every_command_help_imports_no_model_client_and_no_bub() -> None:
         "codes = [CliRunner().invoke(app, [*p, '--help']).exit_code for p in paths]\n"
         f"print(json.dumps([len(paths), codes, sorted(m for m in sys.modules if m in {HEAVY!r})]))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     count, codes, heavy = json.loads(done.stdout)
     assert count > 20 and set(codes) == {0}
     assert heavy == []
@@ -77,7 +79,9 @@ def test_a_command_that_opens_a_store_does_import_bub(tmp_path: Path) -> None:
 
 
 def test_version_prints_the_installed_version() -> None:
-    done = subprocess.run([str(SCRIPT), "--version"], capture_output=True, text=True, check=False, timeout=120)
+    done = subprocess.run(
+        [str(SCRIPT), "--version"], capture_output=True, text=True, check=False, timeout=120
+    )
     declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
     assert (done.returncode, done.stdout, done.stderr) == (0, f"semantic-memory {declared}\n", "")
     assert version("bub-semantic-memory") == declared

@@ -283,7 +283,9 @@ def test_bub_hooks_lists_the_plugin_for_its_hooks(tmp_path: Path) -> None:
             cwd=tmp_path,
             timeout=120,
         )
-        assert verb.returncode == 0 and f" bub memory {' '.join(spelling)} [OPTIONS]" in verb.stdout, verb.stderr
+        assert verb.returncode == 0 and f" bub memory {' '.join(spelling)} [OPTIONS]" in verb.stdout, (
+            verb.stderr
+        )
 
 
 async def test_the_default_cadence_batches_turns_and_flushes_at_shutdown(

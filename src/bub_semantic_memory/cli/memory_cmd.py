@@ -263,8 +263,9 @@ def search(
 @handle_errors
 def show(
     tape: str | None = typer.Argument(
-        None, help="Tape name (bub's: <md5 of the workspace>__<md5 of the session>, 16 hex digits each), "
-        "or use --session."
+        None,
+        help="Tape name (bub's: <md5 of the workspace>__<md5 of the session>, 16 hex digits each), "
+        "or use --session.",
     ),
     session: str | None = typer.Option(
         None, "--session", help="A bub session id, with --workspace ('bub run' uses cli:local)."
