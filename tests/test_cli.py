@@ -1,15 +1,27 @@
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from bub.store import FileTapeStore
 from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app
+from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name
+from bub_semantic_memory.tape import read_tape_file
 from bub_semantic_memory.testing import FakeOpenAIServer, status_reply, tool_call_reply
 from tests.conftest import DATA, REPO
+from tests.helpers.snapshot_writer import snapshot
+
+SCRIPT = Path(sys.executable).parent / "semantic-memory"
 
 runner = CliRunner()
 TAPE = DATA / "bub_run_tape.jsonl"
@@ -49,6 +61,34 @@ def test_prompts_list_shows_versions_and_status() -> None:
     rows = json.loads(result.stdout)
     assert {"extract@1", "extract@2"} <= {r["prompt"] for r in rows}
     assert all(r["status"] in ("draft", "released", "promoted") for r in rows)
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_prompts_list_fits_the_terminal_and_says_for_which_class_a_version_is_promoted(columns: int) -> None:
+    done = subprocess.run(
+        [str(SCRIPT), "prompts", "list"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": str(columns)},
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(len(line) <= columns for line in lines), done.stdout
+    assert "…" not in done.stdout
+    library = PromptLibrary()
+    cells = [[cell.strip() for cell in line.strip("│").split("│")] for line in lines if line.startswith("│")]
+    versions = [f"extract@{v}" for v in library.versions("extract")]
+    assert [row[0] for row in cells if row[0]][: len(versions)] == versions  # every version, whole
+    promoted = library.manifest().promoted["extract"]
+    statuses: dict[str, str] = {}
+    for row in cells:  # the first part of the table has the statuses (a narrow one continues)
+        if row[0] in versions:
+            statuses.setdefault(row[0], row[1])
+    for model_class, promotion in promoted.items():
+        assert statuses[f"extract@{promotion.version}"] == f"promoted ({model_class})"
+    assert not any(status == "promoted" for status in statuses.values())
 
 
 def test_an_unknown_prompt_is_one_error_line_and_exit_1() -> None:
@@ -126,9 +166,95 @@ def test_extract_prints_json_and_stores_incrementally(fake_openai: FakeOpenAISer
     assert stats["watermark"] == 29 and stats["entities"] == 2 and stats["tokens"] <= stats["budget"]
 
 
-def test_show_of_an_empty_memory_prints_nothing(tmp_path: Path) -> None:
+def test_show_of_a_tape_without_memory_in_an_empty_store_is_one_error_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["show", "nothing-here", "--tapes-dir", str(tmp_path)])
-    assert result.exit_code == 0 and result.stdout == "" and "No memory" in result.stderr
+    assert (result.exit_code, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        "Error: no memory for tape nothing-here (no such tape in the store); no tape has a memory yet"
+    ]
+
+
+def test_show_and_search_of_a_tape_without_memory_list_the_tapes_that_have_one(tmp_path: Path) -> None:
+    """A mistyped name, or a session's tape before its first extraction: exit 1, and the names to
+    try instead (five of them, then a count)."""
+    tapes = tmp_path / "tapes"
+    store = SnapshotStore(FileTapeStore(tapes))
+    names = [f"tape-{n}" for n in range(7)]
+    for name in names:
+        asyncio.run(store.append(snapshot(name, 1, 10)))
+    shutil.copy(TAPE, tapes / "known.jsonl")  # a tape bub wrote, not extracted yet
+    entries = len(read_tape_file(TAPE)[0])
+    listed = "tapes with a memory: tape-0, tape-1, tape-2, tape-3, tape-4 and 2 more"
+    for args in (
+        ["show"],
+        ["show", "--json"],
+        ["memory", "search", "Maya"],
+        ["memory", "search", "x", "--json"],
+    ):
+        for tape, why in (
+            ("typo", "no such tape in the store"),
+            ("known", f"the tape has {entries} entries, none extracted yet"),
+        ):
+            where = ["--tape", tape] if args[0] == "memory" else [tape]
+            result = runner.invoke(app, [*args[:1], *args[1:2], *where, *args[2:], "--tapes-dir", str(tapes)])
+            assert (result.exit_code, result.stdout) == (1, ""), (args, tape)
+            assert result.stderr.splitlines() == [f"Error: no memory for tape {tape} ({why}); {listed}"]
+    shown = runner.invoke(app, ["show", "tape-0", "--tapes-dir", str(tapes)])
+    assert shown.exit_code == 0 and "Person 1" in shown.stdout
+
+
+def test_show_and_search_say_nothing_on_stderr_about_a_long_tool_result(tmp_path: Path) -> None:
+    """A tool result longer than a line's limit is cut in the lines a note may quote, by design;
+    it used to print a WARNING line at whoever showed or searched the memory."""
+    tapes = tmp_path / "tapes"
+    tapes.mkdir()
+    lines = TAPE.read_text(encoding="utf-8").splitlines()
+    last = json.loads(lines[-1])
+    text = " ".join(["word"] * 600)
+    long_result = {"id": last["id"] + 1, "kind": "tool_result", "payload": {"results": [text]}}
+    (tapes / "t.jsonl").write_text("\n".join([*lines, json.dumps(long_result)]) + "\n", encoding="utf-8")
+    asyncio.run(SnapshotStore(FileTapeStore(tapes)).append(snapshot("t", 1, 10)))
+    for args in (["show", "t"], ["memory", "search", "Person", "--tape", "t"]):
+        result = runner.invoke(app, [*args, "--tapes-dir", str(tapes)])
+        assert (result.exit_code, result.stderr) == (0, ""), args
+        assert "Person 1" in result.stdout
+    verbose = runner.invoke(app, ["--verbose", "show", "t", "--tapes-dir", str(tapes)])
+    said = f"entry {long_result['id']}: tool result of {len(text):,} characters truncated to 1,500"
+    assert said in verbose.stderr  # --verbose still says it
+
+
+def test_show_of_a_session_without_memory_names_its_hashed_tape(tmp_path: Path) -> None:
+    """The real console script: the exit code a shell sees, and the tape name bub gives the session."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    done = subprocess.run(
+        [
+            str(SCRIPT),
+            "show",
+            "--session",
+            "cli:local",
+            "--workspace",
+            str(workspace),
+            "--tapes-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    tape = session_tape_name("cli:local", workspace)
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert f"`<workspace hash>__{tape.split('__')[1]}`" in readme  # the README's hash of cli:local
+    assert tape == (
+        hashlib.md5(str(workspace.resolve()).encode()).hexdigest()[:16]
+        + "__"
+        + hashlib.md5(b"cli:local").hexdigest()[:16]
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.splitlines() == [
+        f"Error: no memory for tape {tape} (no such tape in the store); no tape has a memory yet"
+    ]
 
 
 def test_an_endpoint_failure_is_one_line_with_the_cause(fake_openai: FakeOpenAIServer) -> None:

@@ -9,11 +9,12 @@ from typing import Any
 from xml.etree import ElementTree
 
 import pytest
+import typer.main
 from bub.store import FileTapeStore
 from bub.tape import TapeEntry
 from typer.testing import CliRunner
 
-from bub_semantic_memory.cli import app
+from bub_semantic_memory.cli import app, bub_app
 from bub_semantic_memory.evals.cache import ResponseCache
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
@@ -48,6 +49,23 @@ def memory(directory: Path, tape: str = TAPE) -> MemoryGraph:
 
 def run(directory: Path, *args: str, tape: str = TAPE) -> Any:
     return runner.invoke(app, ["memory", *args, "--tape", tape, "--tapes-dir", str(directory)])
+
+
+def test_inside_bub_the_verbs_need_no_second_memory(tapes: Path) -> None:
+    """``bub memory forget`` (the verbs at the top of bub's mount) and the old ``bub memory memory
+    forget`` make the same edit; the console script keeps ``semantic-memory memory forget``."""
+    mounted = bub_app()
+    top = runner.invoke(mounted, ["forget", "Ali", "--tape", TAPE, "--tapes-dir", str(tapes), "--json"])
+    assert top.exit_code == 0, top.output
+    assert json.loads(top.stdout)["edit"]["op"] == "forget" and memory(tapes).lookup("Alice Chen") == []
+    edit_id = json.loads(top.stdout)["edit"]["id"]
+    old = runner.invoke(mounted, ["memory", "undo", edit_id, "--tape", TAPE, "--tapes-dir", str(tapes)])
+    assert old.exit_code == 0, old.output
+    assert memory(tapes).lookup("Alice Chen") != []
+    assert runner.invoke(app, ["forget", "--help"]).exit_code == 2  # not a command of semantic-memory
+    groups = {name: typer.main.get_command(each) for name, each in (("bub", mounted), ("script", app))}
+    verbs = set(groups["script"].commands["memory"].commands)  # type: ignore[attr-defined]
+    assert verbs <= set(groups["bub"].commands) and groups["bub"].commands["memory"].hidden  # type: ignore[attr-defined]
 
 
 def test_forget_prints_what_it_removed_and_undo_brings_it_back(tapes: Path) -> None:

@@ -505,9 +505,9 @@ def test_memory_search_prints_ranked_facts_and_their_json(tmp_path: Path) -> Non
     empty = CliRunner().invoke(
         app, ["memory", "search", "x", "--tape", "none", "--tapes-dir", str(tmp_path / "tapes")]
     )
-    assert empty.exit_code == 1 and empty.stderr.startswith(
-        "Error: none: the memory of this conversation is empty"
-    )
+    assert empty.exit_code == 1 and empty.stderr.splitlines() == [
+        "Error: no memory for tape none (no such tape in the store); tapes with a memory: t"
+    ]
 
 
 # -- the tape's own lines, beside the facts ----------------------------------------------------

@@ -85,3 +85,35 @@ def test_the_eval_example_prints_a_score_per_prompt_version(
     lines = done.stdout.splitlines()
     assert [line.split()[0] for line in lines] == ["extract@2", "extract@5"]
     assert all(re.search(r"entity F1 \d\.\d{3} relation F1 \d\.\d{3}$", line) for line in lines)
+
+
+def test_the_readme_quotes_the_default_prompt_as_help_shows_it() -> None:
+    """The text comes from the manifest: a promotion changes it, and the README must follow."""
+    from bub_semantic_memory.cli._app import PROMOTED_PROMPT
+
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert f"which `--help` shows as `{PROMOTED_PROMPT}`" in readme
+
+
+def test_the_readme_names_each_tool_as_bub_registers_it_and_as_the_model_calls_it() -> None:
+    """Both names of each agent tool, from bub itself: its registry and the names it offers a model."""
+    from collections import Counter
+
+    from bub.tools import REGISTRY, model_tools
+
+    from bub_semantic_memory.plugin._tools import memory_tool_names, register_memory_tools
+
+    async def load(tape: str) -> None:
+        return None
+
+    saved = dict(REGISTRY)  # bub's registry is global: leave it as it was
+    try:
+        register_memory_tools(lambda: None, lambda context: "", load, Counter(), lambda: None)  # type: ignore[arg-type,return-value]
+        tools = [REGISTRY[name] for name in memory_tool_names()]
+        offered = [(tool.name, model.name) for tool, model in zip(tools, model_tools(tools), strict=True)]
+    finally:
+        REGISTRY.clear()
+        REGISTRY.update(saved)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(memory[._]\w+)` \| `(memory[._]\w+)` \|", readme, flags=re.MULTILINE)
+    assert rows == offered and len(rows) == 3

@@ -8,10 +8,11 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bub.store import AsyncTapeStoreAdapter, FileTapeStore, InMemoryTapeStore
-from bub.tape import Tape, TapeContext
+from bub.tape import Tape, TapeContext, TapeEntry
 
 from bub_semantic_memory._errors import StoreError, TapeNameError
 from bub_semantic_memory._models import Entity
@@ -20,6 +21,7 @@ from bub_semantic_memory.stores._store import (
     memory_tape_name,
     repair_torn_tail,
     session_tape_name,
+    tapes_with_memory,
     validate_tape_name,
 )
 from tests.conftest import REPO, make_snapshot
@@ -48,6 +50,21 @@ async def test_the_sidecar_is_readable_by_bub_itself(tmp_path: Path) -> None:
     assert entries is not None and entries[0].kind == "event"
     assert entries[0].payload["name"] == "memory.snapshot"
     assert TAPE not in FileTapeStore(tmp_path).list_tapes()  # a sidecar is not listed as a tape
+
+
+@pytest.mark.parametrize("kind", ["file", "file (async adapter)", "memory", "memory (async adapter)"])
+async def test_tapes_with_memory_are_the_owners_of_memory_sidecars_in_any_store(
+    kind: str, tmp_path: Path
+) -> None:
+    """bub's file store lists no sidecar (and no name without one ``__``); the others list them all."""
+    plain: object = FileTapeStore(tmp_path) if kind.startswith("file") else InMemoryTapeStore()
+    store: Any = AsyncTapeStoreAdapter(plain) if "async" in kind else plain  # type: ignore[arg-type]
+    assert await tapes_with_memory(store) == []
+    for tape in ("demo", TAPE):
+        await SnapshotStore(store).append(make_snapshot([], tape=tape))
+    plain.append("9999999999999999__0000000000000000", TapeEntry.event("run", {}))  # type: ignore[attr-defined]
+    plain.append(f"{TAPE}__sidecar__other", TapeEntry.event("run", {}))  # type: ignore[attr-defined]
+    assert await tapes_with_memory(store) == sorted(["demo", TAPE])
 
 
 @pytest.mark.parametrize("store", [InMemoryTapeStore(), AsyncTapeStoreAdapter(InMemoryTapeStore())])

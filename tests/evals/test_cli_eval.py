@@ -14,6 +14,7 @@ from bub_semantic_memory.evals.dataset import load_fixtures
 from bub_semantic_memory.evals.report import load_report
 from bub_semantic_memory.evals.scoring import PRF
 from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.tape import render_transcript
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
     OracleResponder,
@@ -74,7 +75,7 @@ def test_score_shows_the_fact_score_of_the_fixtures_with_gold_facts(tmp_path: Pa
     ids = ["--fixture", kept.id, "--fixture", dropped.id]
     args = ["eval", "score", "--fixtures", str(FIXTURES), "--predictions", str(predictions), *ids]
     table = runner.invoke(app, args)
-    assert table.exit_code == 0, table.output
+    assert table.exit_code == 1, table.output  # no prediction for the dropped fixture: see below
     gold = len(kept.facts) + len(dropped.facts)
     rows = [[c.strip() for c in line.strip().strip("│").split("│")] for line in table.stdout.splitlines()]
     assert next(row for row in rows if row[0] == "facts") == [
@@ -90,6 +91,31 @@ def test_score_shows_the_fact_score_of_the_fixtures_with_gold_facts(tmp_path: Pa
     assert (data["facts"]["tp"], data["facts"]["gold"]) == (len(kept.facts), gold)
     dated = sum(1 for f in kept.facts if f.when)
     assert (data["fact_dates"]["tp"], data["fact_dates"]["gold"]) == (dated, dated)
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
+def test_score_exits_1_when_a_selected_fixture_has_no_prediction(tmp_path: Path, as_json: bool) -> None:
+    """As ``eval run`` does when a fixture failed: the scores are printed, then one error line."""
+    fixtures = load_fixtures(FIXTURES, tags=["quick"])
+    predicted, *missing = fixtures
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text(json.dumps({"fixture": predicted.id}) + "\n", encoding="utf-8")
+    args = ["eval", "score", "--fixtures", str(FIXTURES), "--tag", "quick", "--predictions", str(predictions)]
+    result = runner.invoke(app, [*args, *(["--json"] if as_json else [])])
+    assert result.exit_code == 1
+    ids = ", ".join(f.id for f in missing[:5])
+    assert result.stderr.splitlines() == [
+        f"Error: no prediction for 5 of 6 fixture(s), scored as predicting nothing: {ids} "
+        '(a fixture with nothing to predict takes a line {"fixture": "<id>"})'
+    ]
+    if as_json:
+        assert len(json.loads(result.stdout)["fixtures"]) == 6
+    else:
+        assert "Missed relations: " in result.stdout
+    every = tmp_path / "every.jsonl"
+    every.write_text("".join(json.dumps({"fixture": f.id}) + "\n" for f in fixtures), encoding="utf-8")
+    complete = runner.invoke(app, [*args[:-1], str(every)])
+    assert (complete.exit_code, complete.stderr) == (0, "")
 
 
 def test_score_names_a_malformed_predictions_line(tmp_path: Path) -> None:
@@ -143,13 +169,20 @@ def test_eval_run_writes_reports_and_a_rerun_is_cached(tmp_path: Path) -> None:
         0
     ].metrics.requests_made == 0
     assert "Entity F1" in first.stdout and "extract@2" in first.stdout
-    # The quick fixtures with gold facts are scored for facts; these prompt versions state none.
+    # The quick fixtures with gold facts are scored for facts; these prompt versions state none,
+    # so the counts are kept (every gold fact missed) but the scores read "–", and a note says why.
     quick_facts = sum(len(f.facts or ()) for f in QUICK)
     assert quick_facts > 0
     assert [run.metrics.facts for run in report.runs] == [PRF(tp=0, predicted=0, gold=quick_facts)] * 2
-    assert "Fact F1" in first.stdout
+    assert [run.states_facts for run in report.runs] == [False, False]
+    rows = [[c.strip() for c in line.strip().strip("│").split("│")] for line in first.stdout.splitlines()]
+    assert next(row for row in rows if row[0] == "Fact F1") == ["Fact F1", "–", "–", "–"]
+    note = "Fact rows: – where the prompt version states no facts (extract@1, extract@2)."
+    assert note in " ".join(first.stdout.split())
     markdown = (out / "report.md").read_text(encoding="utf-8")
-    assert "| Fact R | 0.000 |" in markdown and "- Missed facts:" in markdown
+    assert "| Fact R | – | – | – |" in markdown and "- Missed facts:" in markdown
+    assert "\n".join(["", note]) in markdown
+    assert f'<p class="note">{note}</p>' in (out / "report.html").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("reasks", [0, 3])
@@ -165,13 +198,83 @@ def test_eval_run_reasks_bounds_the_re_asks_and_is_part_of_the_cache_key(tmp_pat
         common = [*args, "--base-url", server.base_url, "--api-key", "k", "--cache-dir", str(tmp_path / "c")]
         common += ["--out", str(tmp_path / "o"), "--prompt", "extract@1"]
         first = runner.invoke(app, [*common, "--reasks", str(reasks)])
-        assert first.exit_code == 0, first.output
+        assert first.exit_code == 1, first.output  # the fixture failed: see the test below
         assert len(server.requests) == reasks + 1
         default = runner.invoke(
             app, common
         )  # two re-asks by default for a hosted model: not the cached answer
-        assert default.exit_code == 0, default.output
+        assert default.exit_code == 1, default.output
         assert len(server.requests) == reasks + 1 + 3
+
+
+def last_line(stderr: str) -> str:
+    """The one ``Error:`` line an eval command ends with (progress lines come before it)."""
+    errors = [line for line in stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and stderr.splitlines()[-1] == errors[0], stderr
+    return errors[0]
+
+
+def test_eval_run_exits_1_when_every_fixture_failed_and_still_writes_the_report(tmp_path: Path) -> None:
+    """A refused endpoint: every fixture fails, the table and the report are still written."""
+    args = [
+        "eval",
+        "run",
+        "--fixtures",
+        str(FIXTURES),
+        "--tag",
+        "quick",
+        "--model",
+        "m",
+        "--prompt",
+        "extract@1",
+    ]
+    args += ["--base-url", "http://127.0.0.1:9/v1", "--api-key", "k", "--deadline", "1", "--no-cache"]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1
+    ids = sorted(f.id for f in QUICK)
+    line = last_line(result.stderr)
+    assert line.startswith(
+        f"Error: 6 of 6 extraction(s) failed (6 fixture(s) in 1 run(s)): {', '.join(ids[:5])}, ...; "
+        f"{ids[0]}: TransportError: connection failed ("
+    ), line
+    assert "Failed fixtures" in result.stdout
+    assert load_report(tmp_path / "o" / "report.json").runs[0].metrics.failed_fixtures == 6
+
+
+def test_eval_run_exits_1_when_one_fixture_of_several_failed(tmp_path: Path) -> None:
+    """One fixture the model cannot answer validly, the others answered by the oracle."""
+    oracle = OracleResponder.from_golds(f.gold for f in QUICK)
+    broken = QUICK[0]
+    words = {f.id: set(render_transcript(f.entries()).text().split()) for f in QUICK}
+    marker = min(words[broken.id] - set().union(*(w for i, w in words.items() if i != broken.id)))
+
+    def one_breaks_a_rule(request: RecordedRequest) -> Reply:
+        if any(marker in str(message.get("content", "")).split() for message in request.messages):
+            entity = {"name": "Nobody", "type": "spaceship", "evidence": [1]}
+            reply = {"entities": [entity], "relations": []}
+            return tool_call_reply(request.tool_schema_name() or "Extraction", reply)
+        return oracle(request)
+
+    with FakeOpenAIServer(responder=one_breaks_a_rule) as server:
+        args = [
+            "eval",
+            "run",
+            "--fixtures",
+            str(FIXTURES),
+            "--tag",
+            "quick",
+            "--model",
+            "oracle",
+            "--reasks",
+            "0",
+        ]
+        args += ["--base-url", server.base_url, "--prompt", "extract@1", "--cache-dir", str(tmp_path / "c")]
+        result = runner.invoke(app, [*args, "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1, result.output
+    assert last_line(result.stderr).startswith(
+        f"Error: 1 of 6 extraction(s) failed (1 fixture(s) in 1 run(s)): {broken.id}; "
+        f"{broken.id}: ValidationExhaustedError: no valid extraction after 1 attempt(s)"
+    )
 
 
 def test_eval_run_replay_with_an_empty_cache_fails(tmp_path: Path) -> None:

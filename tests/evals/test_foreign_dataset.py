@@ -206,7 +206,8 @@ def test_eval_score_warns_about_unscorable_gold_and_applies_the_label_map(
     imported: Path, tmp_path: Path
 ) -> None:
     predictions = tmp_path / "p.jsonl"
-    predictions.write_text(prediction_lines(_siblings_prediction()))
+    # dlg-long predicts nothing (a fixture without a line would make the command exit 1)
+    predictions.write_text(prediction_lines(_siblings_prediction(), Prediction(fixture="dlg-long")))
     args = ["eval", "score", "--fixtures", str(imported), "--predictions", str(predictions), "--json"]
     raw = runner.invoke(app, args)
     assert raw.exit_code == 0, raw.output

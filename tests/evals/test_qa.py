@@ -380,6 +380,30 @@ async def test_a_replay_reads_cached_answers_opens_no_model_and_counts_what_is_m
     assert "2 context(s) had no cached answer" in to_markdown(replayed)
 
 
+def test_eval_qa_replay_exits_1_when_an_answer_is_not_cached(fixture: Fixture, tmp_path: Path) -> None:
+    """As ``eval run --replay`` does on a cache miss: the report is written, then one error line."""
+    from typer.testing import CliRunner
+
+    from bub_semantic_memory.cli import app
+
+    args = ["eval", "qa", "-f", str(fixture.path.parent), "--cache-dir", str(tmp_path / "cache")]
+    args += ["--condition", "bm25", "--model", "m", "--out", str(tmp_path / "qa")]
+    with FakeOpenAIServer(responder=answering) as server:
+        answered = CliRunner().invoke(app, [*args, "--base-url", server.base_url])
+    assert answered.exit_code == 0, answered.output
+    replayed = CliRunner().invoke(app, [*args, "--replay"])
+    assert (replayed.exit_code, replayed.stderr.splitlines()[-1:]) == (
+        0,
+        [f"Wrote {tmp_path / 'qa'}/qa.json, {tmp_path / 'qa'}/qa.md, {tmp_path / 'qa'}/qa.html"],
+    )
+    missing = CliRunner().invoke(app, [*args, "--replay", "--condition", "none"])
+    assert missing.exit_code == 1
+    assert missing.stderr.splitlines()[-1] == (
+        "Error: --replay: 2 of 4 context(s) had no cached answer of m and are not scored (none 2)"
+    )
+    assert (tmp_path / "qa" / "qa.json").is_file()
+
+
 def test_an_accuracy_comes_with_its_wilson_interval() -> None:
     # by hand: p = 20/57 = 0.3509, z^2/n = 0.0674; centre (p + z^2/2n) / (1 + z^2/n) = 0.3603,
     # half-width z * sqrt(p(1-p)/n + z^2/4n^2) / (1 + z^2/n) = 0.1203

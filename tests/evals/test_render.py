@@ -389,6 +389,29 @@ def test_fact_scores_show_only_where_gold_facts_were_scored() -> None:
     assert "fact F1 0.500" in page and "<code>Bob moved to Lisbon last month</code>" in page
 
 
+def test_a_run_whose_prompt_states_no_facts_shows_a_dash_and_says_why() -> None:
+    """The candidate's fixtures have gold facts it missed (0.000 by the counts), but its prompt
+    version states none: its fact cells and their deltas are "–", and a note below says so."""
+    baseline, candidate = with_facts(make_report()).runs
+    silent = candidate.model_copy(
+        update={
+            "states_facts": False,
+            "metrics": candidate.metrics.model_copy(update={"facts": PRF(tp=0, predicted=0, gold=2)}),
+        }
+    )
+    stating = baseline.model_copy(update={"states_facts": True})
+    report = make_report().model_copy(update={"runs": [stating, silent]})
+    note = "Fact rows: – where the prompt version states no facts (extract@2)."
+    md = to_markdown(report)
+    assert "| Fact R | 0.500 | – | – |" in md and f"\n\n{note}\n" in md
+    text = render(summary_table(report))
+    assert row_cells(text, "Fact F1") == ["Fact F1", "0.500", "–", "–"] and note in " ".join(text.split())
+    assert f'<p class="note">{note}</p>' in to_html(report)
+    counted = report.model_copy(update={"runs": [stating, silent.model_copy(update={"states_facts": None})]})
+    assert "| Fact R | 0.500 | 0.000 | -0.500 |" in to_markdown(counted)  # a report made before: as counted
+    assert "Fact rows:" not in to_markdown(counted)
+
+
 def test_markdown_escapes_untrusted_text() -> None:
     md = to_markdown(make_report(second_fixture=INJECTION))
     assert INJECTION not in md.replace(f"`{INJECTION}`", "")  # only ever inside code spans

@@ -6,6 +6,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -270,6 +271,21 @@ def test_bub_hooks_lists_the_plugin_for_its_hooks(tmp_path: Path) -> None:
         timeout=120,
     )
     assert memory.returncode == 0 and "extract" in memory.stdout and "show" in memory.stdout
+    commands = memory.stdout.split("Commands:")[1].splitlines()
+    listed = {m.group(1) for line in commands if (m := re.match(r"  (\w\S*)", line))}
+    assert {"search", "forget", "undo", "export"} <= listed and "memory" not in listed  # bub memory forget
+    for spelling in (["forget"], ["memory", "forget"]):  # the old spelling still works, unlisted
+        verb = subprocess.run(
+            [sys.executable, "-m", "bub", "memory", *spelling, "--help"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=120,
+        )
+        assert verb.returncode == 0 and f" bub memory {' '.join(spelling)} [OPTIONS]" in verb.stdout, (
+            verb.stderr
+        )
 
 
 async def test_the_default_cadence_batches_turns_and_flushes_at_shutdown(

@@ -47,10 +47,15 @@ from bub_semantic_memory.memory._editing import changes, find_entity, forget_ent
 from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.memory._index import MemoryIndex, Ranking
-from bub_semantic_memory.memory._render import DEFAULT_BUDGET, MemoryBlock, render_memory
+from bub_semantic_memory.memory._render import (
+    DEFAULT_BUDGET,
+    DEFAULT_PASSAGE_SHARE,
+    MemoryBlock,
+    render_memory,
+)
 from bub_semantic_memory.stores._store import MemoryLoad, SnapshotStore, fetch_tape
 from bub_semantic_memory.tape._redact import Redactor
-from bub_semantic_memory.tape._transcript import render_transcript
+from bub_semantic_memory.tape._transcript import ReadReport, render_transcript
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
@@ -87,7 +92,7 @@ class MemoryPolicy:
     max_concurrent: int = 2
     retry_cooldown: float = 30.0
     checkpoint_every: int = 200
-    passage_share: float = 0.25
+    passage_share: float = DEFAULT_PASSAGE_SHARE
 
 
 def _tape_was_reset(entries: Sequence[Any], watermark: int) -> bool:
@@ -198,7 +203,10 @@ class MemoryService:
         index = self.index(tape)
         if index is not None:
             entries = _from_line(entries, index.last_line_id)
-            lines = render_transcript(entries, redact=self._redactor).lines
+            # A line cut to its limit is what a note would quote, by design: not worth a warning to
+            # whoever shows or searches the memory (or to bub's log on every load). Debug level.
+            report = ReadReport(source=tape, log_level=logging.DEBUG)
+            lines = render_transcript(entries, redact=self._redactor, report=report).lines
             said = _said(entries)
             dates = {entry.id: entry.date for entry in entries if getattr(entry, "date", "")}
             index.refresh({line.entry_id: line.text for line in lines if line.entry_id in said}, dates)

@@ -15,6 +15,10 @@ One retry layer per kind of failure, never multiplied:
 
 Every request and every response is counted in a :class:`CallLedger`, failed ones
 included, so a snapshot (or an error) can say what the call cost.
+
+``openai`` is imported when an endpoint is opened or a failure is classified, never when this
+module is: importing it takes about a second, which every command (``--help`` included) and
+every bub start would pay.
 """
 
 from __future__ import annotations
@@ -26,10 +30,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
-import openai
-from openai.types.chat import ChatCompletion
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -40,6 +42,9 @@ from tenacity import (
 )
 
 from bub_semantic_memory._models import Usage
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
 
 __all__ = [
     "BILLED_CLASSES",
@@ -202,6 +207,8 @@ class OpenAIBackend:
         timeout_s: float = 60.0,
         http_client: Any = None,
     ) -> None:
+        import openai
+
         self.client = openai.AsyncOpenAI(
             base_url=base_url,
             api_key=api_key or "not-needed",
@@ -247,6 +254,8 @@ def _is_transient(exc: BaseException) -> bool:
     A host name that does not resolve, or a URL that is no HTTP URL, is a configuration
     error: asking again gives the same answer.
     """
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _TRANSIENT_STATUS
     if _unresolved_host(exc) is not None or _unsupported_protocol(exc):
@@ -305,6 +314,8 @@ def _causes(exc: BaseException) -> list[BaseException]:
 
 def _unresolved_host(exc: BaseException) -> str | None:
     """The host of a request whose name does not resolve (not a passing DNS fault), if ``exc`` is one."""
+    import openai
+
     if not isinstance(exc, openai.APIConnectionError):
         return None
     if not any(isinstance(c, socket.gaierror) and c.errno in _NO_SUCH_NAME for c in _causes(exc)):
@@ -314,12 +325,16 @@ def _unresolved_host(exc: BaseException) -> str | None:
 
 
 def _unsupported_protocol(exc: BaseException) -> bool:
+    import openai
+
     return isinstance(exc, openai.APIConnectionError) and any(
         type(c).__name__ == "UnsupportedProtocol" for c in _causes(exc)
     )
 
 
 def _describe(exc: BaseException) -> str:
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         body = exc.body
         detail = body.get("message") if isinstance(body, dict) else None

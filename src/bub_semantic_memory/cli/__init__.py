@@ -4,6 +4,10 @@ The CLI parses arguments, calls the public API and renders results: data on
 stdout, progress and logs on stderr. A failure prints one ``Error: ...`` line and
 exits 1 (usage errors exit 2); ``--verbose`` shows the traceback instead. The
 conventions live in :mod:`._common`.
+
+Importing the CLI, and printing any help, imports neither bub nor the model clients (openai,
+Instructor, llama.cpp): each command imports what it needs when it runs, so ``--help`` answers
+in well under a second (``tests/test_cli_startup.py`` holds the list).
 """
 
 from __future__ import annotations
@@ -21,29 +25,64 @@ from bub_semantic_memory.cli import (
     serve_cmd,
 )
 
-__all__ = ["app", "main"]
-
-app = _app.new_app(
-    "Extract a memory of entities and relations from Bub tapes, evaluate it, and tune its prompts.",
-    name="semantic-memory",
-    cls=_app.CommandGroup,
-)
+__all__ = ["app", "bub_app", "main"]
 
 
-@app.callback()
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        _common.stdout.print(f"semantic-memory {version('bub-semantic-memory')}", markup=False)
+        raise typer.Exit()
+
+
 def _root(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Debug logs and full tracebacks on stderr."),
+    _version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        expose_value=False,
+        help="Print the version and exit.",
+    ),
 ) -> None:
     _common.configure_logging(verbose)
 
 
-memory_cmd.register(app)
-app.add_typer(prompts_cmd.app, name="prompts")
 eval_cmd.app.command("qa")(qa_cmd.qa)
-app.add_typer(eval_cmd.app, name="eval")
-app.add_typer(eval_cmd.fixtures_app, name="fixtures")
-app.command("models")(models_cmd.models)
-app.command("serve")(serve_cmd.serve)
+
+
+def _build(help_text: str, *, verbs_at_top: bool) -> _app.App:
+    """The command tree; ``verbs_at_top`` also puts the ``memory`` verbs beside ``show`` (see
+    :func:`bub_app`)."""
+    root = _app.new_app(help_text, name="semantic-memory", cls=_app.CommandGroup)
+    root.callback()(_root)
+    memory_cmd.register(root, verbs_at_top=verbs_at_top)
+    root.add_typer(prompts_cmd.app, name="prompts")
+    root.add_typer(eval_cmd.app, name="eval")
+    root.add_typer(eval_cmd.fixtures_app, name="fixtures")
+    root.command("models")(models_cmd.models)
+    root.command("serve")(serve_cmd.serve)
+    return root
+
+
+app = _build(
+    "Extract a memory of entities and relations from Bub tapes, evaluate it, and tune its prompts.",
+    verbs_at_top=False,
+)
+"""The ``semantic-memory`` console script: ``semantic-memory memory forget ...``."""
+
+
+def bub_app() -> _app.App:
+    """The commands as bub mounts them, as ``bub memory``: the ``memory`` verbs are also at the top,
+    so that ``bub memory forget`` does not say memory twice (``bub memory memory forget`` still
+    works, unlisted)."""
+    return _build(
+        "The semantic memory of bub's sessions: show, search, forget and correct it; extract, "
+        "evaluate and tune prompts.",
+        verbs_at_top=True,
+    )
 
 
 def main() -> None:

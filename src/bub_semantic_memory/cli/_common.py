@@ -15,7 +15,6 @@ import typer
 from rich.cells import cell_len
 from rich.console import Console
 from rich.measure import Measurement
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 from rich.text import Text
 
@@ -173,6 +172,8 @@ def spinner(console: Console, message: str) -> Iterator[None]:
     if not console.is_terminal:
         yield
         return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     progress = Progress(
         SpinnerColumn(),
         TextColumn(message),

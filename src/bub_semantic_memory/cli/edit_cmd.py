@@ -14,23 +14,25 @@ import getpass
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from bub_semantic_memory.agent._editing import EditResult, MemoryEditor
 from bub_semantic_memory.cli._app import PROMOTED_PROMPT
 from bub_semantic_memory.cli._common import TAPES_DIR_OPTION, fail, handle_errors, stderr, stdout, tape_store
 from bub_semantic_memory.cli._options import PROMPTS_DIR
-from bub_semantic_memory.evals.cache import ResponseCache
 from bub_semantic_memory.extraction._prompts import PromptLibrary
-from bub_semantic_memory.memory._edits import EditBook
-from bub_semantic_memory.stores._store import session_tape_name, validate_tape_name
+
+if TYPE_CHECKING:  # the stores and the agent layer import bub: loaded when a verb runs
+    from bub_semantic_memory.agent._editing import EditResult, MemoryEditor
+    from bub_semantic_memory.memory._edits import EditBook
 
 __all__ = ["end", "forget", "list_edits", "merge", "register", "set_attribute", "split", "undo", "unset"]
 
 TAPE = typer.Option(None, "--tape", help="Tape name (or use --session).")
-SESSION = typer.Option(None, "--session", help="A bub session id (with --workspace).")
+SESSION = typer.Option(
+    None, "--session", help="A bub session id, with --workspace ('bub run' uses cli:local)."
+)
 WORKSPACE = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session.")
 PROMPT = typer.Option(
     PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version whose ontology folds the memory."
@@ -55,6 +57,8 @@ def tape_name(tape: str | None, session: str | None, workspace: Path) -> str:
     """The tape of ``--tape``, or of ``--session`` in ``--workspace`` (one of them, else a usage error)."""
     if (tape is None) == (session is None):
         fail("give either --tape NAME or --session", code=2)
+    from bub_semantic_memory.stores._store import session_tape_name, validate_tape_name
+
     return validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
 
 
@@ -87,6 +91,8 @@ def run_edit(
     act: Callable[[MemoryEditor], Awaitable[EditResult]],
 ) -> EditResult:
     """Open the store, make the edit with a :class:`MemoryEditor`, return what it did."""
+    from bub_semantic_memory.agent._editing import MemoryEditor
+
     ontology = PromptLibrary(prompts_dir).load(prompt).ontology
 
     async def run() -> EditResult:
@@ -193,6 +199,8 @@ def forget(
 
     result = run_edit(tape_of, tapes_dir=tapes_dir, prompt=prompt, prompts_dir=prompts_dir, by=by, act=act)
     if result.purge is not None and eval_cache.is_dir():
+        from bub_semantic_memory.evals.cache import ResponseCache
+
         result.purge.eval_cache = ResponseCache(eval_cache).purge(tape_of, result.edit.named_in)
     show(result, tape_of, as_json)
 
@@ -323,6 +331,8 @@ def list_edits(
 ) -> None:
     """List the edits of a tape's memory, oldest first: id, position, when, who, what, and whether
     it still applies."""
+    from bub_semantic_memory.agent._editing import MemoryEditor
+
     tape_of = tape_name(tape, session, workspace)
     ontology = PromptLibrary(prompts_dir).load(prompt).ontology
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from bub_semantic_memory._ontology import Ontology
     from bub_semantic_memory.evals.dataset import Fixture
     from bub_semantic_memory.evals.labels import LabelMap
+    from bub_semantic_memory.evals.report import Report
 
 app = new_app("Score extraction against gold fixtures, run prompt versions, compare runs.")
 fixtures_app = new_app("Eval fixtures: import plain conversations, or LoCoMo's, as Bub tapes with gold.")
@@ -137,19 +139,32 @@ def run(
         stderr.print(f"Model: {note}", markup=False)
     report = asyncio.run(run_eval(selected, templates, options, fixtures_dir=fixtures, console=stderr))
     opt.print_report(report, out)
-    misses = [
-        (run.prompt, result.fixture)
-        for run in report.runs
-        for result in run.fixtures
-        if result.error_type == "ReplayMissError"
-    ]
+    if (failure := _failures(report)) is not None:
+        fail(failure)
+
+
+def _failures(report: Report) -> str | None:
+    """One line on the fixtures whose extraction failed in any run (None: every one was extracted).
+
+    A replay's misses are said as such: the cache lacks them, the model never failed.
+    """
+    failed = [(run.prompt, result) for run in report.runs for result in run.fixtures if not result.ok]
+    if not failed:
+        return None
+    misses = [(prompt, result) for prompt, result in failed if result.error_type == "ReplayMissError"]
+    chosen = misses or failed
+    fixtures = sorted({result.fixture for _, result in chosen})
+    shown = ", ".join(fixtures[:5]) + (", ..." if len(fixtures) > 5 else "")
+    where = f"({len(fixtures)} fixture(s) in {len({prompt for prompt, _ in chosen})} run(s))"
     if misses:
-        fixtures_missed = sorted({fixture for _, fixture in misses})
-        shown = ", ".join(fixtures_missed[:5]) + (", ..." if len(fixtures_missed) > 5 else "")
-        fail(
-            f"--replay: {len(misses)} extraction(s) had no cached response "
-            f"({len(fixtures_missed)} fixture(s) in {len({prompt for prompt, _ in misses})} run(s)): {shown}"
-        )
+        return f"--replay: {len(misses)} extraction(s) had no cached response {where}: {shown}"
+    total = sum(len(run.fixtures) for run in report.runs)
+    first = next(result for _, result in chosen if result.fixture == fixtures[0])
+    reason = " ".join(f"{first.error_type}: {first.error}".split())
+    return (
+        f"{len(failed)} of {total} extraction(s) failed {where}: {shown}; "
+        f"{first.fixture}: {reason[:300]}{'...' if len(reason) > 300 else ''}"
+    )
 
 
 @app.command("score")
@@ -198,6 +213,7 @@ def score(
     )
     if as_json:
         stdout.print(result.model_dump_json(indent=2), markup=False)
+        _fail_on_missing(selected, predicted)
         return
     table = Table(title=f"{len(selected)} fixtures")
     for column in ("", "precision", "recall", "F1", "tp", "predicted", "gold"):
@@ -233,6 +249,19 @@ def score(
         f"{misses.mislabelled} mislabelled",
         markup=False,
     )
+    _fail_on_missing(selected, predicted)
+
+
+def _fail_on_missing(selected: list[Fixture], predicted: Mapping[str, object]) -> None:
+    """Exit 1 when a selected fixture has no prediction (it was scored as predicting nothing),
+    as ``eval run`` does when a fixture's extraction failed."""
+    missing = [f.id for f in selected if f.id not in predicted]
+    if missing:
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        fail(
+            f"no prediction for {len(missing)} of {len(selected)} fixture(s), scored as predicting nothing: "
+            f'{shown} (a fixture with nothing to predict takes a line {{"fixture": "<id>"}})'
+        )
 
 
 @app.command("compare")

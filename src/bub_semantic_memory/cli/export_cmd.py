@@ -9,7 +9,6 @@ from typing import Literal
 import typer
 
 from bub_semantic_memory._errors import EditError
-from bub_semantic_memory.agent._editing import MemoryEditor
 from bub_semantic_memory.cli._common import TAPES_DIR_OPTION, fail, handle_errors, stderr, stdout, tape_store
 from bub_semantic_memory.cli._options import PROMPTS_DIR
 from bub_semantic_memory.cli.edit_cmd import (
@@ -57,6 +56,8 @@ def export(
     if output_format not in EXPORT_FORMATS:
         fail(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not {output_format!r}", code=2)
     chosen: Literal["json", "graphml", "jsonld"] = output_format  # type: ignore[assignment]
+    from bub_semantic_memory.agent._editing import MemoryEditor
+
     name = tape_name(tape, session, workspace)
     ontology = PromptLibrary(prompts_dir).load(prompt).ontology
 

@@ -8,13 +8,11 @@ import asyncio
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from bub_semantic_memory._models import Snapshot
-from bub_semantic_memory.agent._search import search_memory
-from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
 from bub_semantic_memory.cli._app import PROMOTED_PROMPT, Command, new_app
 from bub_semantic_memory.cli._common import (
     TAPES_DIR_OPTION,
@@ -37,28 +35,33 @@ from bub_semantic_memory.cli._options import (
     REQUEST_TIMEOUT,
     extractor_config,
 )
+from bub_semantic_memory.cli.edit_cmd import SESSION, tape_name
 from bub_semantic_memory.cli.edit_cmd import register as register_edits
 from bub_semantic_memory.cli.export_cmd import register as register_export
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.memory._render import DEFAULT_BUDGET
-from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name, validate_tape_name
+from bub_semantic_memory.memory._render import DEFAULT_BUDGET, DEFAULT_PASSAGE_SHARE
 from bub_semantic_memory.tape._transcript import Entry, ReadReport, read_tape_file
 
+if TYPE_CHECKING:  # the stores and the agent layer import bub: loaded when a command runs
+    from bub_semantic_memory.agent._service import MemoryService
 
-def register(app: typer.Typer) -> None:
+
+def register(app: typer.Typer, *, verbs_at_top: bool = False) -> None:
     """Add the memory commands to ``app`` (the console script, or bub's ``memory`` group):
-    ``extract``, ``show``, and the ``memory`` verbs on a tape's stored memory."""
+    ``extract``, ``show``, and the ``memory`` verbs on a tape's stored memory; with
+    ``verbs_at_top`` the verbs are also commands of ``app`` itself, and their group is unlisted."""
     app.command("extract", cls=Command)(extract)
     app.command("show", cls=Command)(show)
     verbs = new_app(
         "A tape's stored memory: search it, forget, correct, merge, end, undo, export and import."
     )
-    verbs.command("search")(search)
-    register_edits(verbs)
-    register_export(verbs)
-    app.add_typer(verbs, name="memory")
+    for group in (verbs, app) if verbs_at_top else (verbs,):
+        group.command("search", cls=Command)(search)
+        register_edits(group)
+        register_export(group)
+    app.add_typer(verbs, name="memory", hidden=verbs_at_top)
 
 
 @handle_errors
@@ -86,6 +89,8 @@ def extract(
     ),
 ) -> None:
     """Extract entities and relations from a tape file and print the snapshot(s)."""
+    from bub_semantic_memory.stores._store import SnapshotStore, validate_tape_name
+
     name = validate_tape_name(tape or tape_file.name.removesuffix(".jsonl"))
     entries = _read_tape(tape_file)
 
@@ -160,19 +165,58 @@ def _print_snapshots(snapshots: list[Snapshot]) -> None:
 
 
 async def _load(service: MemoryService, name: str, backend: Any) -> MemoryGraph:
-    """The tape's memory, loaded the way the plugin loads it (the skipped lines said on stderr)."""
+    """The tape's memory, loaded the way the plugin loads it (the skipped lines said on stderr).
+
+    A tape without any memory is an error (exit 1) that says whether the tape exists and which
+    tapes have a memory: a mistyped or unhashed name must not look like an empty memory.
+    """
     graph = await service.load(name, backend)
     skipped = service.stats["unreadable_snapshots"]
     if skipped:
         stderr.print(f"Skipped {skipped} unreadable line(s) of the memory sidecar.", markup=False)
+    if not graph.snapshot_count and not len(graph):
+        raise _NoMemory(await _no_memory(name, backend))
     return graph
+
+
+_LISTED = 5
+"""Tapes a "no memory" error names before it counts the rest."""
+
+
+class _NoMemory(Exception):
+    """The tape has no memory: the message says why and which tapes have one."""
+
+
+async def _no_memory(name: str, backend: Any) -> str:
+    from bub_semantic_memory.stores._store import fetch_tape, tapes_with_memory
+
+    entries = len(await fetch_tape(backend, name))
+    why = f"the tape has {entries} entries, none extracted yet" if entries else "no such tape in the store"
+    known = await tapes_with_memory(backend)
+    if not known:
+        return f"no memory for tape {name} ({why}); no tape has a memory yet"
+    more = f" and {len(known) - _LISTED} more" if len(known) > _LISTED else ""
+    return f"no memory for tape {name} ({why}); tapes with a memory: {', '.join(known[:_LISTED])}{more}"
+
+
+def _load_or_fail(service: MemoryService, name: str, tapes_dir: Path | None) -> MemoryGraph:
+    """:func:`_load` in the tape store ``--tapes-dir`` names (else bub's); no memory: exit 1."""
+
+    async def load() -> MemoryGraph:
+        async with tape_store(tapes_dir) as backend:
+            return await _load(service, name, backend)
+
+    try:
+        return asyncio.run(load())
+    except _NoMemory as exc:
+        fail(str(exc))
 
 
 @handle_errors
 def search(
     query: str = typer.Argument(..., help="What to look for: a question or keywords."),
     tape: str | None = typer.Option(None, "--tape", help="Tape name (or use --session)."),
-    session: str | None = typer.Option(None, "--session", help="A bub session id (with --workspace)."),
+    session: str | None = SESSION,
     workspace: Path = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session."),
     entity_type: str | None = typer.Option(None, "--type", help="Only entities of this type."),
     limit: int = typer.Option(10, "--limit", "-n", min=1, max=50, help="At most this many facts."),
@@ -186,18 +230,15 @@ def search(
     ),
 ) -> None:
     """Search a tape's memory as the agent's memory.search tool does: facts and entities, best first."""
-    if (tape is None) == (session is None):
-        fail("give either --tape NAME or --session", code=2)
-    name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
+    from bub_semantic_memory.agent._search import search_memory
+    from bub_semantic_memory.agent._service import MemoryService
+
+    name = tape_name(tape, session, workspace)
     ontology = PromptLibrary(prompts_dir).load(prompt).ontology
     service = MemoryService(ontology=lambda: ontology, extractor=lambda: None)
 
-    async def run() -> dict[str, Any]:
-        async with tape_store(tapes_dir) as backend:
-            await _load(service, name, backend)
-        return search_memory(service, name, query, entity_type=entity_type, limit=limit)
-
-    result = asyncio.run(run())
+    _load_or_fail(service, name, tapes_dir)
+    result = search_memory(service, name, query, entity_type=entity_type, limit=limit)
     if as_json:
         stdout.print(json.dumps(result, indent=2, ensure_ascii=False), markup=False)
         return
@@ -221,13 +262,19 @@ def search(
 
 @handle_errors
 def show(
-    tape: str | None = typer.Argument(None, help="Tape name (see 'bub' tapes), or use --session."),
-    session: str | None = typer.Option(None, "--session", help="A bub session id (with --workspace)."),
+    tape: str | None = typer.Argument(
+        None,
+        help="Tape name (bub's: <md5 of the workspace>__<md5 of the session>, 16 hex digits each), "
+        "or use --session.",
+    ),
+    session: str | None = typer.Option(
+        None, "--session", help="A bub session id, with --workspace ('bub run' uses cli:local)."
+    ),
     workspace: Path = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session."),
     query: str = typer.Option("", "--query", "-q", help="The user message to rank facts for."),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", min=50, help="Token budget of the block."),
     passage_share: float = typer.Option(
-        MemoryPolicy().passage_share,
+        DEFAULT_PASSAGE_SHARE,
         "--passage-share",
         min=0.0,
         max=1.0,
@@ -242,6 +289,9 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the block and its statistics as JSON."),
 ) -> None:
     """Print exactly the memory block that would be injected for TAPE."""
+    from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+    from bub_semantic_memory.stores._store import session_tape_name, validate_tape_name
+
     if (tape is None) == (session is None):
         fail("give either a TAPE name or --session", code=2)
     name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
@@ -250,11 +300,7 @@ def show(
     policy = MemoryPolicy(budget=budget, passage_share=passage_share)
     service = MemoryService(ontology=lambda: ontology, extractor=lambda: None, policy=policy)
 
-    async def load() -> MemoryGraph:
-        async with tape_store(tapes_dir) as backend:
-            return await _load(service, name, backend)
-
-    graph = asyncio.run(load())
+    graph = _load_or_fail(service, name, tapes_dir)
     block = service.render(name, query)  # the plugin's own path: ranked, evidence quoted
     if as_json:
         payload = {
@@ -274,6 +320,6 @@ def show(
         stdout.print(json.dumps(payload, indent=2, ensure_ascii=False), markup=False)
         return
     if not block:
-        stderr.print(f"No memory for tape {name}: nothing would be injected.", markup=False)
+        stderr.print(f"The memory of tape {name} holds nothing to inject.", markup=False)
         return
     stdout.print(block.text, markup=False)

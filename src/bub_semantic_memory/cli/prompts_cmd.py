@@ -5,14 +5,18 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
+import re
 from pathlib import Path
 
 import typer
 import yaml
+from rich.table import Table
+from rich.text import Text
 
 import bub_semantic_memory.cli._options as opt
+from bub_semantic_memory.backends._transport import MODEL_CLASSES
 from bub_semantic_memory.cli._app import new_app
-from bub_semantic_memory.cli._common import fail, handle_errors, stderr, stdout
+from bub_semantic_memory.cli._common import fail, handle_errors, print_table, stderr, stdout
 from bub_semantic_memory.extraction._prompts import (
     PromptLibrary,
     PromptTemplate,
@@ -44,9 +48,10 @@ def writable_library(prompts_dir: Path | None) -> PromptLibrary:
 @handle_errors
 def list_prompts(
     prompts_dir: Path | None = opt.PROMPTS_DIR,
-    as_json: bool = typer.Option(False, "--json", help="Print a JSON array."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON array (with whole descriptions)."),
 ) -> None:
-    """List every prompt version with its status (released, promoted, draft) and sha256."""
+    """List every prompt version: its status (promoted for which model class, released, draft),
+    sha256 and the first sentence of its description ('prompts show' has the rest)."""
     library = _library(prompts_dir)
     manifest = library.manifest()
     rows = []
@@ -55,7 +60,7 @@ def list_prompts(
         for version in library.versions(name):
             template = PromptTemplate.from_file(library.root / name / f"v{version}.md")
             ref = str(template)
-            classes = sorted(c for c, promotion in promoted.items() if promotion.version == version)
+            classes = [c for c in MODEL_CLASSES if c in promoted and promoted[c].version == version]
             status = "promoted" if classes else ("released" if ref in manifest.released else "draft")
             rows.append(
                 {
@@ -70,11 +75,25 @@ def list_prompts(
     if as_json:
         stdout.print(json.dumps(rows, indent=2), markup=False)
         return
+    table = Table(title=f"Prompt versions in {library.root}")
+    table.add_column("Version", no_wrap=True)
+    # Only the description wraps: rich shares a narrow width between two wrapping columns
+    # without regard to their longest words, and would cut one.
+    table.add_column("Status", no_wrap=True)
+    table.add_column("sha256", no_wrap=True)
+    table.add_column("Description")
     for row in rows:
-        stdout.print(
-            f"{row['prompt']:<12} {row['status']:<24} {row['sha256'][:12]}  {row['description']}",
-            markup=False,
-        )
+        promoted_for = ", ".join(row["promoted_for"])
+        shown = f"promoted ({promoted_for})" if promoted_for else str(row["status"])
+        summary = _first_sentence(str(row["description"]))
+        table.add_row(*(Text(str(cell)) for cell in (row["prompt"], shown, str(row["sha256"])[:12], summary)))
+    print_table(stdout, table)
+
+
+def _first_sentence(text: str) -> str:
+    """Up to the first full stop that ends a sentence (the list's summary of a description)."""
+    match = re.search(r"\.(\s|$)", text)
+    return text[: match.start() + 1] if match else text
 
 
 @app.command("show")

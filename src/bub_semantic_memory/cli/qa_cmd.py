@@ -161,6 +161,14 @@ def qa(
     if out is not None:
         paths = write_qa_report(report, out)
         stderr.print("Wrote " + ", ".join(str(p) for p in paths.values()), markup=False)
+    missing = {condition: n for condition in report.conditions if (n := report.unanswered(condition))}
+    if missing:  # as in 'eval run --replay': what the cache lacks is a failure, not a silent gap
+        contexts = sum(len(item.outcomes) for item in report.items)
+        per_condition = ", ".join(f"{condition} {n}" for condition, n in missing.items())
+        fail(
+            f"--replay: {sum(missing.values())} of {contexts} context(s) had no cached answer of {model} "
+            f"and are not scored ({per_condition})"
+        )
 
 
 def _known_context(model: str) -> int | None:

@@ -175,6 +175,7 @@ class _Grid:
 
     columns: tuple[_Column, ...]  # the first one heads the row labels
     rows: tuple[_Row, ...]
+    notes: tuple[str, ...] = ()  # what a reader needs to read a cell, shown below the table
 
 
 @dataclass(frozen=True)
@@ -188,8 +189,7 @@ class _SummaryRow:
     cache_note: Literal["", "tokens", "latency"] = ""  # say what comes from the cache, not this run
     facts: bool = False  # a fact score: shown only when a run scored facts (its fixtures have gold facts)
 
-    def cell(self, metrics: Metrics) -> str:
-        value = self.value(metrics)
+    def cell(self, metrics: Metrics, value: float | None) -> str:
         cached, total = metrics.cached_fixtures, metrics.fixtures
         if value is None:
             return "from cache" if self.cache_note and cached and cached == total else UNDEFINED
@@ -333,19 +333,29 @@ def _summary_grid(report: Report) -> _Grid:
     comparisons = [_comparison_for(report, run) if index else None for index, run in enumerate(runs)]
     rows: list[_Row] = []
     scored_facts = any(run.metrics.facts is not None for run in runs)
+
+    def value_of(spec: _SummaryRow, run: PromptRun) -> float | None:
+        return None if spec.facts and run.states_facts is False else spec.value(run.metrics)
+
     for spec in _SUMMARY_ROWS:
         if spec.facts and not scored_facts:
             continue
         cells: list[_Cell] = []
-        first = spec.value(runs[0].metrics)
+        first = value_of(spec, runs[0])
         for index, run in enumerate(runs):
-            value = spec.value(run.metrics)
-            cells.append(_Cell(spec.cell(run.metrics)))
+            value = value_of(spec, run)
+            cells.append(_Cell(spec.cell(run.metrics, value)))
             if index:
                 delta = None if value is None or first is None else value - first
                 cells.append(_delta_cell(spec, delta, comparisons[index]))
         rows.append(_Row(spec.label, tuple(cells)))
-    return _Grid(tuple(columns), tuple(rows))
+    silent = [run.prompt for run in runs if run.states_facts is False and run.metrics.facts is not None]
+    notes = (
+        (f"Fact rows: – where the prompt version states no facts ({', '.join(dict.fromkeys(silent))}).",)
+        if silent
+        else ()
+    )
+    return _Grid(tuple(columns), tuple(rows), notes)
 
 
 def _comparison_grid(comparisons: Sequence[Comparison]) -> _Grid:
@@ -420,7 +430,7 @@ def _type_grid(runs: Sequence[PromptRun], per_type: Callable[[Metrics], dict[str
 
 
 def _rich_table(grid: _Grid, *, title: str | None = None, caption: str | None = None) -> Table:
-    table = Table(title=title, caption=caption)
+    table = Table(title=title, caption=" ".join(filter(None, (caption, *grid.notes))) or None)
     for column in grid.columns:
         header = f"{column.title}\n{column.subtitle}" if column.subtitle else column.title
         table.add_column(Text(header), justify="right" if column.numeric else "left")
@@ -489,6 +499,8 @@ def _md_table(grid: _Grid) -> list[str]:
     align = ["---:" if column.numeric else "---" for column in grid.columns]
     lines = [line(headers), line(align)]
     lines.extend(line([_md(row.label), *(_md(cell.text) for cell in row.cells)]) for row in grid.rows)
+    if grid.notes:
+        lines += ["", *(_md(note) for note in grid.notes)]
     return lines
 
 

@@ -163,6 +163,10 @@ class PromptRun(BaseModel):
     """What the model is, when the harness knows (the packaged local smoke-test model)."""
     cadence: str = "tape"
     """``tape``: each tape whole, in windows of ``chunk_tokens``; ``plugin``: at the plugin's cadence."""
+    states_facts: bool | None = None
+    """Whether the prompt version states facts (``facts: true``); None in reports made before. A run
+    that states none still has its fact counts (the gold facts all missed), but reports show its fact
+    scores as "–": they measure the prompt version's design, not its extraction."""
 
     @property
     def label(self) -> str:

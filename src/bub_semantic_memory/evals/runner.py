@@ -338,4 +338,5 @@ async def _run_prompt(
         fixtures=[r for r, _ in scored],
         model_note=model_note(options.model),
         cadence=options.cadence,
+        states_facts=prompt.facts,
     )

@@ -26,11 +26,8 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import instructor
-from instructor.core import IncompleteOutputException, InstructorRetryException
-from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
 from bub_semantic_memory._errors import (
@@ -75,16 +72,16 @@ from bub_semantic_memory.extraction._window import Window, plan_windows
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.tape._transcript import coerce_entries
 
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
+
 __all__ = ["Extractor"]
 
 logger = logging.getLogger(__name__)
 
-_INSTRUCTOR_MODES: dict[str, instructor.Mode] = {
-    "tools": instructor.Mode.TOOLS,
-    "json_schema": instructor.Mode.JSON_SCHEMA,
-    "md_json": instructor.Mode.MD_JSON,
-    "json": instructor.Mode.JSON,
-}
+_INSTRUCTOR_MODES = {"tools": "TOOLS", "json_schema": "JSON_SCHEMA", "md_json": "MD_JSON", "json": "JSON"}
+"""Our mode names and Instructor's ``Mode`` members: Instructor (and openai through it) is imported
+when a call is made, not with this module, so that importing the package stays fast."""
 _MAX_SPLIT_DEPTH = 3
 
 
@@ -517,7 +514,9 @@ class Extractor:
             timeout = self.retry.request_timeout_s
             return await send_with_retries(ledger, lambda: self.backend.create(**kwargs, timeout=timeout))
 
-        create: Any = instructor.patch(create=send, mode=_INSTRUCTOR_MODES[self.mode])
+        import instructor
+
+        create: Any = instructor.patch(create=send, mode=instructor.Mode[_INSTRUCTOR_MODES[self.mode]])
         attempts_before = ledger.usage.attempts
         try:
             # not context=: Instructor would template the messages
@@ -568,6 +567,8 @@ class Extractor:
         return kept
 
     def _failure(self, exc: Exception, ledger: CallLedger) -> ExtractionError:
+        from instructor.core import IncompleteOutputException, InstructorRetryException
+
         usage = ledger.finish()
         details: dict[str, Any] = {
             "usage": usage,

@@ -33,9 +33,11 @@ from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.memory._graph import EntityView, FactView, MemoryGraph, RelationView
 from bub_semantic_memory.memory._index import Ranking, stated_sentence
 
-__all__ = ["DEFAULT_BUDGET", "MemoryBlock", "render_memory"]
+__all__ = ["DEFAULT_BUDGET", "DEFAULT_PASSAGE_SHARE", "MemoryBlock", "render_memory"]
 
 DEFAULT_BUDGET = 800
+DEFAULT_PASSAGE_SHARE = 0.25
+"""The share of a block's budget kept for the transcript lines that match the message best."""
 HEADER = "<memory>\nFacts remembered from earlier in this conversation (may be incomplete):"
 FOOTER = "</memory>"
 PASSAGES_HEADER = "Lines of the conversation that match the latest message best:"

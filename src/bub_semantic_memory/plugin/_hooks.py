@@ -30,7 +30,8 @@ because of it):
     is stopped at once, so ``bub run`` prints its reply without waiting, and what it cut
     short is handed to a catch-up process, see :mod:`._catch_up`).
 ``register_cli_commands``
-    ``bub memory ...`` mirrors the ``semantic-memory`` console script.
+    ``bub memory ...`` mirrors the ``semantic-memory`` console script, with the ``memory`` verbs
+    at its top (``bub memory forget``; ``bub memory memory forget`` still works).
 
 Constructing the plugin registers the agent's memory tools with bub (``memory.search``,
 ``memory.recall``, ``memory.forget``; see :mod:`._tools`). ``save_state`` also stores what the
@@ -424,9 +425,10 @@ class SemanticMemoryPlugin:
 
     @hookimpl
     def register_cli_commands(self, app: Any) -> None:
-        from bub_semantic_memory.cli import app as memory_app
+        from bub_semantic_memory.cli import bub_app
 
-        app.add_typer(memory_app, name="memory", help="Semantic memory: extract, show, eval, prompts.")
+        commands = bub_app()
+        app.add_typer(commands, name="memory", help=commands.info.help)
 
     def graph(self, tape: str) -> MemoryGraph | None:
         """The in-memory graph of ``tape``, if it was loaded in this process."""

@@ -70,6 +70,7 @@ __all__ = [
     "memory_tape_name",
     "open_bub_tape_store",
     "session_tape_name",
+    "tapes_with_memory",
     "validate_tape_name",
 ]
 
@@ -158,6 +159,23 @@ def file_tape_directory(store: object) -> Path | None:
         directory = getattr(inner, "_directory", None)
         return directory if isinstance(directory, Path) else None
     return None
+
+
+async def tapes_with_memory(store: TapeStore | AsyncTapeStore) -> list[str]:
+    """The tapes of ``store`` (sync or async) that have a memory sidecar, sorted.
+
+    bub's file store leaves sidecars out of ``list_tapes`` (and lists only names with one
+    ``__``), so its directory is read instead; the SQL and Redis stores list them.
+    """
+    suffix = sidecar_tape_name("", SIDECAR_NAME)
+    directory = file_tape_directory(store)
+    if directory is not None:
+        names = [path.stem for path in directory.glob(f"*{suffix}.jsonl")] if directory.is_dir() else []
+    elif is_async_tape_store(store):
+        names = await store.list_tapes()
+    else:
+        names = await asyncio.to_thread(store.list_tapes)
+    return sorted(name.removesuffix(suffix) for name in names if name.endswith(suffix) and name != suffix)
 
 
 class SnapshotStore:
