@@ -31,7 +31,7 @@ from bub.tape import TapeEntry
 
 from bub_semantic_memory._models import Entity, Fact, Relation
 from bub_semantic_memory.cli import app
-from bub_semantic_memory.stores._store import SnapshotStore
+from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, SchemaFollowingOracle
 from tests.conftest import REPO, make_snapshot
 
@@ -74,6 +74,8 @@ RUN_HERE = [
         "semantic-memory prompts new extract --from extract@2",
         "semantic-memory prompts diff extract@2 extract@4",
         "bub hooks",
+        "semantic-memory show --session cli:local --workspace .",
+        'semantic-memory memory search "Lisbon" --session cli:local -w .',
     )
 ]
 """Run as written, each in a sandbox of its own (the verbs act on tape T's memory, see :func:`sandbox`)."""
@@ -211,27 +213,25 @@ A_CHEN = Entity.create("A. Chen", "person", evidence=[4])
 LISBON = Entity.create("Lisbon", "location", evidence=[2])
 
 
-def seed(home: Path) -> None:
-    """Tapes T and OTHER in bub's file store under ``home``, T with a memory of Alice Chen."""
+def seed(home: Path, workspace: Path) -> None:
+    """Tapes T and OTHER in bub's file store under ``home``, and the tape ``bub run`` keeps in
+    ``workspace`` (session ``cli:local``); all but OTHER with a memory of Alice Chen."""
     store = FileTapeStore(home / "tapes")
     lines = ["Hi, I'm Alice Chen.", "Alice moved to Lisbon.", "ok", "A. Chen signed the lease.", "ok"]
-    for tape in ("T", "OTHER"):
+    bub_run_tape = session_tape_name("cli:local", workspace)
+    for tape in ("T", "OTHER", bub_run_tape):
         for text in lines:
             store.append(tape, TapeEntry.message({"role": "user", "content": text}))
-    snapshot = make_snapshot(
-        [ALICE, A_CHEN, LISBON],
-        [Relation(source=ALICE.key, type="lives_in", target=LISBON.key, evidence=(2,))],
-        tape="T",
-        first=1,
-        last=5,
-    ).model_copy(
-        update={
-            "facts": (
-                Fact(statement="Alice moved to Lisbon", kind="event", about=(ALICE.key,), evidence=(2,)),
-            )
-        }
-    )
-    asyncio.run(SnapshotStore(store).append(snapshot))
+    moved = Fact(statement="Alice moved to Lisbon", kind="event", about=(ALICE.key,), evidence=(2,))
+    for tape in ("T", bub_run_tape):
+        snapshot = make_snapshot(
+            [ALICE, A_CHEN, LISBON],
+            [Relation(source=ALICE.key, type="lives_in", target=LISBON.key, evidence=(2,))],
+            tape=tape,
+            first=1,
+            last=5,
+        ).model_copy(update={"facts": (moved,)})
+        asyncio.run(SnapshotStore(store).append(snapshot))
 
 
 @pytest.fixture
@@ -247,7 +247,7 @@ def sandbox(tmp_path: Path, server: FakeOpenAIServer) -> tuple[Path, dict[str, s
     for name in ("prompts", "evals"):
         (work / name).symlink_to(REPO / name) if name == "evals" else _copy_tree(REPO / name, work / name)
     home = tmp_path / "bub-home"
-    seed(home)
+    seed(home, work)
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("BUB_", "OPENAI_"))}
     return work, keep | {
         "BUB_HOME": str(home),
