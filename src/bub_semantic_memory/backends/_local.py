@@ -337,8 +337,28 @@ class LocalBackend:
                 request.update(tools=tools, tool_choice=tool_choice)
             return self._llm.create_chat_completion_openai_v1(**request)
         schema = json.dumps(function.get("parameters") or {"type": "object"}, sort_keys=True)
+        evaluated = self._prompt_tokens_evaluated()
         raw = self._llm.create_chat_completion(grammar=_grammar(schema), **request)
+        self._count_reused(raw, evaluated)
         return ChatCompletion.model_validate(_as_tool_call(raw, str(function["name"])))
+
+    def _prompt_tokens_evaluated(self) -> int | None:
+        """llama.cpp's count of prompt tokens evaluated so far (None: a stand-in model without one)."""
+        ctx = getattr(getattr(self._llm, "_ctx", None), "ctx", None)
+        perf = getattr(_llama_cpp(), "llama_perf_context", None)
+        return None if ctx is None or perf is None else int(perf(ctx).n_p_eval)
+
+    def _count_reused(self, raw: dict[str, Any], evaluated_before: int | None) -> None:
+        """Report the prompt tokens llama.cpp did not evaluate (their KV state was reused) as the
+        response's ``cached_tokens``, as a provider reports its prefix cache: a request's cost on a
+        CPU is the tokens evaluated, not the tokens sent."""
+        evaluated_after = self._prompt_tokens_evaluated()
+        usage = raw.get("usage")
+        if evaluated_before is None or evaluated_after is None or not isinstance(usage, dict):
+            return
+        sent = int(usage.get("prompt_tokens") or 0)
+        reused = max(0, sent - (evaluated_after - evaluated_before))
+        usage["prompt_tokens_details"] = {"cached_tokens": reused}
 
     def reset(self) -> None:
         """Forget every evaluated prompt (the next request is processed cold; for benchmarks)."""
