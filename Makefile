@@ -9,7 +9,8 @@ UV_VERSION := 0.9.30
 # VIRTUAL_ENV names the project environment, which uv would otherwise take to be .tools/.
 UV := VIRTUAL_ENV=$(CURDIR)/.venv $(TOOLS)/bin/python -m uv
 # llama-cpp-python ships only as source. The default build uses -march=native, which dies
-# with "Illegal instruction" on these VMs, so build a portable wheel (about 6-7 min on 2 cores).
+# with "Illegal instruction" on these VMs, so build a portable wheel (3 min 15 s on 2 idle cores,
+# 10 min 36 s with other work beside it, measured 2026-12-05).
 LOCAL_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
 .PHONY: setup setup-runtime setup-local setup-smoke stores test test-stores lint eval bench budget
@@ -39,8 +40,8 @@ setup-local: setup-runtime
 	        | grep -q "already cached: llama-cpp-python=="; then \
 	    echo "Installing llama-cpp-python from the wheel uv built before (no compiling)."; \
 	else \
-	    echo "Installing llama-cpp-python: built from source with portable CPU flags (usually 6-7 min on"; \
-	    echo "2 cores). A line follows every $(TICK) s until it is done."; \
+	    echo "Installing llama-cpp-python: built from source with portable CPU flags (about 3 min on 2"; \
+	    echo "idle cores, 10 or more when they are busy). A line follows every $(TICK) s until it is done."; \
 	fi
 	@start=$$(date +%s); \
 	( n=0; while sleep 1; do n=$$((n + 1)); [ $$((n % $(TICK))) -ne 0 ] || \

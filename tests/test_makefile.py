@@ -47,14 +47,14 @@ def fake_uv(tmp_path: Path, plan: str) -> str:
 
 
 def test_setup_local_says_what_it_builds_how_long_it_takes_and_reports_while_it_runs(tmp_path: Path) -> None:
-    # uv's plan for a cache without the wheel; a stand-in for the 6-7 minute build: 2.5 s, a report a second.
+    # uv's plan for a cache without the wheel; a stand-in for the minutes-long build: 2.5 s, a report a second.
     uv = fake_uv(tmp_path, "Identified uncached distribution: llama-cpp-python==0.3.36")
     done = make("-o", "setup-runtime", "setup-local", "VENV_PY=/nonexistent", "TICK=1", uv)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[:2] == [
-        "Installing llama-cpp-python: built from source with portable CPU flags (usually 6-7 min on",
-        "2 cores). A line follows every 1 s until it is done.",
+        "Installing llama-cpp-python: built from source with portable CPU flags (about 3 min on 2",
+        "idle cores, 10 or more when they are busy). A line follows every 1 s until it is done.",
     ]
     ticks = [line for line in lines if "still installing llama-cpp-python" in line]
     assert ticks[:2] == [
