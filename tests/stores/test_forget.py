@@ -273,7 +273,8 @@ async def test_a_purge_leaves_no_trace_of_the_name_in_raw_storage(
     left = {where: [m.group(0) for p in TRACES for m in p.finditer(text)] for where, text in raw.items()}
     assert found_before >= 20 and {where: hits for where, hits in left.items() if hits} == {}
     report = result.purge
-    assert report.snapshots == 2 and report.items >= 5 and report.checkpoints >= 2 and report.edits == 2
+    assert report.snapshots == 2 and report.items >= 5 and report.checkpoints >= 2
+    assert report.edits == 1  # the set edit: the forget itself was stored as digests from the start
     assert report.archives == 1 and report.eval_cache == 1 and report.left == 0
     assert report.torn == (1 if backend.name == "file" else 0)
     assert sorted(p.stem for p in (tmp_path / "eval-cache").glob("*/*.json")) == ["b" * 64, "c" * 64]

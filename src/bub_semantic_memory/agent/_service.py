@@ -37,10 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import EditError
-from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.memory._editing import changes, find_entity, forget_entity
-from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.memory._index import MemoryIndex, Ranking
 from bub_semantic_memory.memory._render import DEFAULT_BUDGET, MemoryBlock, render_memory
@@ -383,14 +381,6 @@ class MemoryService:
         await self._reload(tape, store)
         return stored
 
-    def _erased(self, graph: MemoryGraph, snapshot: Snapshot) -> Snapshot:
-        """``snapshot`` without what a purged forget erased: it is never stored again."""
-        if not graph.edits.erasures:
-            return snapshot
-        return EditBook(graph.edits.erasures).scrub(
-            snapshot, lambda r: graph.relation_key(r.source, r.type, r.target), graph.resolve
-        )
-
     # -- background extraction -----------------------------------------------------
 
     def schedule(self, tape: str, store: TapeStore | AsyncTapeStore, *, force: bool = False) -> None:
@@ -466,11 +456,12 @@ class MemoryService:
         self._deferred.pop(tape, None)
         stored = 0
         async for extracted in extractor.iter_extract(entries, tape=tape, memory=graph):
-            snapshot = self._erased(graph, extracted)
-            await snapshots.append(snapshot)  # the graph only learns what the store kept
-            graph.add(snapshot)
+            # the store leaves out what a purge erased, even one made since the graph was read
+            graph.add(await snapshots.append(extracted, memory=graph))  # the graph learns what it kept
             stored += 1
             self.stats["snapshots"] += 1
+        if any(erasure.id not in graph.edits for erasure in snapshots.erasures_read.get(tape, ())):
+            graph = await self._reload(tape, store)  # purged meanwhile: the loaded memory still held it
         self._prepare_renders(tape, graph, entries, stored=stored > 0)
         if stored:
             await self._checkpoint_if_due(tape, snapshots, stored)
