@@ -73,6 +73,8 @@ class MemoryPolicy:
         passage_share: the share of ``budget`` kept for the transcript lines that match the
             latest message best, shown after the facts (0: facts only). The facts get what the
             lines leave unused.
+        max_agent_forgets: forgets the agent's ``memory.forget`` may make in one turn; a further
+            call is refused (text in the tape could make the agent forget everything).
     """
 
     budget: int = DEFAULT_BUDGET
@@ -82,6 +84,7 @@ class MemoryPolicy:
     retry_cooldown: float = 30.0
     checkpoint_every: int = 200
     passage_share: float = 0.25
+    max_agent_forgets: int = 3
 
 
 def _tape_was_reset(entries: Sequence[Any], watermark: int) -> bool:
@@ -320,8 +323,16 @@ class MemoryService:
 
         The loaded memory forgets it at once; :meth:`commit` stores the edit when the turn ends.
         Never a purge: an agent's instructions can come from text in the tape. An unknown or
-        ambiguous name is an ``error`` in the result.
+        ambiguous name is an ``error`` in the result, and so is a forget past
+        :attr:`MemoryPolicy.max_agent_forgets` in one turn.
         """
+        cap = self.policy.max_agent_forgets
+        if len(self._pending.get(tape, ())) >= cap:
+            self.stats["forgets_refused"] += 1
+            return {
+                "error": f"at most {cap} forget(s) per turn: ask the user to run 'semantic-memory memory "
+                "forget' for more"
+            }
         before = await self.load(tape, store)
         try:
             key = find_entity(before, name)
