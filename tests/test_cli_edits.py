@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -206,7 +208,9 @@ def test_purging_a_relation_erases_it_from_snapshots_checkpoints_and_edits(tapes
         for r in line["payload"]["data"].get("relations", [])
     ]
     edits = [line["payload"]["data"] for line in lines if line["payload"].get("name") == "memory.edit"]
-    checkpoints = [line["payload"]["state"] for line in lines if line["payload"]["name"] == "memory.checkpoint"]
+    checkpoints = [
+        line["payload"]["state"] for line in lines if line["payload"]["name"] == "memory.checkpoint"
+    ]
     [erasure] = [line["payload"]["state"] for line in lines if line["payload"]["name"] == "memory.erasure"]
     assert erasure["edit"]["purged"] and "porto" not in json.dumps(erasure)
     assert key not in relations and len(relations) == 3
@@ -220,3 +224,37 @@ def test_purging_a_relation_erases_it_from_snapshots_checkpoints_and_edits(tapes
         e[:3] for e in json.loads(checkpoints[-1]["graph"])["edges"]
     ]
     assert memory(tapes).lookup("Carol Diaz") == ["person:carol-diaz"]  # the entities stay
+
+
+def test_an_export_file_is_readable_by_the_user_only(tapes: Path, tmp_path: Path) -> None:
+    out = tmp_path / "memory.json"
+    out.write_text("old", encoding="utf-8")
+    out.chmod(0o644)  # an existing file is made private too
+    previous = os.umask(0)
+    try:
+        written = run(tapes, "export", "--out", str(out))
+        fresh = run(tapes, "export", "--out", str(tmp_path / "fresh.graphml"), "--format", "graphml")
+    finally:
+        os.umask(previous)
+    assert written.exit_code == 0 and fresh.exit_code == 0, written.output + fresh.output
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "fresh.graphml").stat().st_mode) == 0o600
+
+
+def test_an_export_written_before_a_purge_imports_without_her_and_says_so(
+    tapes: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "before.json"
+    assert run(tapes, "export", "--out", str(out)).exit_code == 0
+    assert run(tapes, "forget", "Alice Chen", "--purge").exit_code == 0
+    back = run(tapes, "import", str(out))  # into the tape it was exported from
+    other = "0123456789abcdef__0000111100001111"
+    elsewhere = run(tapes, "import", str(out), tape=other)  # into another tape of the store
+    assert back.exit_code == 0 and elsewhere.exit_code == 0, back.output + elsewhere.output
+    assert "item(s) of the export were left out: a purge erased them" in back.stdout
+    assert "item(s) of the export were left out: a purge erased them" in elsewhere.stdout
+    for tape in (TAPE, other):
+        raw = (tapes / f"{memory_tape_name(tape)}.jsonl").read_text(encoding="utf-8")
+        assert "alice" not in raw.lower() and memory(tapes, tape).lookup("Carol Diaz") == [
+            "person:carol-diaz"
+        ]
