@@ -149,7 +149,9 @@ def _is_person(entity_type: str) -> bool:
 
 def _forms(graph: MemoryGraph, key: str) -> tuple[dict[str, str], dict[str, SharedForm]]:
     """The forms of the entity's names, and those of them that another entity of the memory has too
-    (a one-word name or a shared kind of form; a name of several words is the entity's own)."""
+    (a one-word name or a shared kind of form; a name of several words is the entity's own). An
+    entity all of whose names are forms of this one's ("Ms. Chen") is no other: it has no name of
+    its own to tell it apart."""
     names, entity_type = _names(graph, key)
     forms = name_forms(names, person=_is_person(entity_type))
     key = graph.resolve(key)
@@ -162,6 +164,8 @@ def _forms(graph: MemoryGraph, key: str) -> tuple[dict[str, str], dict[str, Shar
         view = graph.view(other)
         if view is None:
             continue
+        if all(normalize_name(n) in forms for n in (view.name, *view.aliases)):
+            continue  # "Ms. Chen", "A. Chen": no name of its own, so no other person; forgotten too
         for form in name_forms((view.name, *view.aliases), person=_is_person(view.type)):
             others.setdefault(form, {})[view.name] = None
     shared = {
