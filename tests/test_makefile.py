@@ -95,9 +95,7 @@ def test_uvs_plan_names_llama_cpp_python_as_the_makefile_expects() -> None:
     )
     assert done.returncode == 0, done.stderr
     plan = r"(already cached|uncached distribution|Requirement already installed): llama-cpp-python=="
-    assert re.search(plan, done.stderr), done.stderr[
-        -2000:
-    ]
+    assert re.search(plan, done.stderr), done.stderr[-2000:]
 
 
 def test_make_stores_prints_no_warning() -> None:

@@ -282,7 +282,11 @@ async def test_the_lines_indexed_after_each_extraction_are_those_one_reading_of_
 
     store, memory = InMemoryTapeStore(), service(ScriptedExtractor())
     user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
-    call = {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'}}
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "weather", "arguments": '{"city": "Lisbon"}'},
+    }
     store.append(TAPE, TapeEntry.tool_call([call]))
     if not result_later:
         store.append(TAPE, TapeEntry.tool_result(["sunny in Lisbon"]))

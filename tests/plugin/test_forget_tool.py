@@ -25,6 +25,7 @@ from bub_semantic_memory.testing import (
 )
 from tests.plugin.conftest import MAYA, Harness
 from tests.plugin.test_plugin import call_tool
+from tests.reliability._report import Outcomes
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -174,6 +175,13 @@ def test_an_instruction_planted_in_the_tape_purges_nothing(tmp_path: Path) -> No
 # -- who may write (issue 45, point 6) -------------------------------------------------------------
 
 
+def points(outcomes: Outcomes, what: str, test: str) -> None:
+    """A row of the reliability report's table of the issue's points (point 6: who may write)."""
+    from tests.reliability.test_erasure import POINTS_COLUMNS, POINTS_TITLE, SECTION
+
+    outcomes.table(SECTION, POINTS_TITLE, POINTS_COLUMNS).add(6, what, f"`{test}`", "holds")
+
+
 async def subagent_call(tool_name: str, tape: str, session_id: str, **arguments: object) -> dict[str, Any]:
     from bub.tools import REGISTRY, ToolContext
 
@@ -182,7 +190,7 @@ async def subagent_call(tool_name: str, tape: str, session_id: str, **arguments:
 
 
 async def test_a_subagents_forget_is_refused_and_stores_nothing_on_the_parents_memory(
-    harness: Harness,
+    harness: Harness, outcomes: Outcomes
 ) -> None:
     harness.extractions["Maya Lin"] = MAYA
     framework, _plugin, _stub = harness.framework()
@@ -202,10 +210,15 @@ async def test_a_subagents_forget_is_refused_and_stores_nothing_on_the_parents_m
         graph = await plugin.memory.load(tape, store)
     assert "subagent session writes no memory" in refused["error"]
     assert stored == [] and graph.lookup("Maya Lin") == ["person:maya-lin"]
+    points(
+        outcomes,
+        "a temp/ session's memory.forget is refused and nothing is stored",
+        "test_a_subagents_forget",
+    )
 
 
 async def test_the_agent_forgets_at_most_max_agent_forgets_entities_in_a_turn(
-    harness: Harness, monkeypatch: pytest.MonkeyPatch
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, outcomes: Outcomes
 ) -> None:
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MAX_AGENT_FORGETS", "2")
     harness.extractions["people"] = {
@@ -236,9 +249,14 @@ async def test_the_agent_forgets_at_most_max_agent_forgets_entities_in_a_turn(
         "forgotten"
     ] == "Dana Whitfield"
     assert plugin.stats["forgets_refused"] == 1
+    points(
+        outcomes,
+        "max_agent_forgets per turn: one more gets an error, the next turn may forget",
+        "test_the_agent_forgets_at_most",
+    )
 
 
-async def test_the_agents_forget_leaves_a_persons_pin_in_place(harness: Harness) -> None:
+async def test_the_agents_forget_leaves_a_persons_pin_in_place(harness: Harness, outcomes: Outcomes) -> None:
     from bub_semantic_memory.agent._editing import MemoryEditor
 
     harness.extractions["Maya Lin"] = MAYA
@@ -268,3 +286,4 @@ async def test_the_agents_forget_leaves_a_persons_pin_in_place(harness: Harness)
     assert forget.by == "agent:memory.forget" and graph.edits.is_effective(pin)
     maya = graph.entity("person:maya-lin")
     assert maya is not None and maya.attributes.get("role") == "team lead"
+    points(outcomes, "the agent's forget leaves a person's set pin in place", "test_the_agents_forget_leaves")
