@@ -19,7 +19,7 @@ The write lock, per store:
 * SQLite: an ``fcntl`` lock on ``<database>.semantic-memory.lock`` beside the database file;
 * PostgreSQL: a session advisory lock (``pg_advisory_lock``) keyed by the sidecar's name;
 * Redis: a Redis lock (redis-py's ``Lock``: a key set with ``NX`` and a time to live) beside the
-  sidecar's keys;
+  sidecar's keys (a Redis-compatible server without scripting gets none, and a warning);
 * any other store: a lock of this process only.
 
 Anchors are indexed by name in every store bub has (a SQL index, a Redis sorted set; the file store
@@ -34,6 +34,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import weakref
 from collections.abc import AsyncIterator, Iterable
@@ -48,6 +49,8 @@ from bub_semantic_memory._errors import StoreError
 from bub_semantic_memory.tape._transcript import Entry, ReadReport, coerce_entries
 
 __all__ = ["ERASURE_ANCHOR", "erasure_state", "erasures_from", "read_erasures", "sidecar_lock", "store_kind"]
+
+logger = logging.getLogger(__name__)
 
 ERASURE_ANCHOR = "memory.erasure"
 _ERASURE_MARK = b'"' + ERASURE_ANCHOR.encode() + b'"'
@@ -320,6 +323,14 @@ async def _redis_lock(store: Any, sidecar: str) -> AsyncIterator[None]:
     try:
         taken = await lock.acquire()
     except Exception as exc:
+        if "unknown command" in str(exc).lower():  # a Redis-compatible server without scripting
+            logger.warning(
+                "memory sidecar %s: no Redis lock on this server (%s); writes are not serialised",
+                sidecar,
+                exc,
+            )
+            yield
+            return
         raise StoreError(f"cannot lock memory sidecar {sidecar}: {exc}") from exc
     if not taken:
         raise StoreError(f"cannot lock memory sidecar {sidecar}: another writer held it too long")
