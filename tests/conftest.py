@@ -18,6 +18,7 @@ from bub_semantic_memory.tape._transcript import Entry, TranscriptLine, render_t
 from bub_semantic_memory.testing import FakeOpenAIServer
 from tests.helpers.store_plugins import mask_store_plugins
 from tests.reliability._report import Outcomes
+from tests.stores.servers import PostgresServer, RedisServer, Server
 
 DATA = Path(__file__).parent / "data"
 REPO = Path(__file__).parents[1]
@@ -93,6 +94,24 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file_store_on
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("BUB_HOME", str(home / ".bub"))
     return home
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Server[PostgresServer]]:
+    """A PostgreSQL server for the session, started on first use (the store matrix, the erasure matrix)."""
+    server = Server(PostgresServer, "PostgreSQL")
+    yield server
+    if server.instance is not None:
+        server.instance.close()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Server[RedisServer]]:
+    """A Redis server for the session, started on first use."""
+    server = Server(RedisServer, "Redis")
+    yield server
+    if server.instance is not None:
+        server.instance.close()
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -94,7 +96,7 @@ def test_forget_prints_what_it_removed_and_undo_brings_it_back(tapes: Path) -> N
 def test_forget_json_has_the_edit_and_its_changes(tapes: Path) -> None:
     result = run(tapes, "forget", "--relation", "Carol Diaz", "lives_in", "Porto", "--json")
     data = json.loads(result.stdout)
-    assert set(data) == {"edit", "changes", "purge"} and data["purge"] is None
+    assert set(data) == {"edit", "changes", "purge", "notes"} and data["purge"] is None
     assert data["edit"]["op"] == "forget" and data["edit"]["relation"] == [
         "person:carol-diaz",
         "lives_in",
@@ -156,16 +158,22 @@ def test_forget_purge_erases_the_name_from_the_files_and_the_eval_cache(tapes: P
     cache.put("a" * 64, {}, [snapshots()[0]])
     result = run(tapes, "forget", "Alice Chen", "--purge", "--eval-cache", str(tmp_path / "cache"))
     assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[-1].startswith(
-        "Purged from the file store: 2 snapshot(s) rewritten (6 item(s) taken out), 1 checkpoint(s) invalidated, "
-        "1 edit(s) reduced to digests, 0 archive(s) rewritten, 0 unreadable line(s) blanked, 0 torn chunk(s) "
+    lines = result.stdout.splitlines()
+    purged = next(line for line in lines if line.startswith("Purged from"))
+    assert purged.startswith(
+        "Purged from the file store: 2 snapshot(s) rewritten (6 item(s) taken out), 0 checkpoint(s) invalidated, "
+        "0 edit(s) reduced to digests, 0 archive(s) rewritten, 0 unreadable line(s) blanked, 0 torn chunk(s) "
         "removed, 1 eval cache file(s) deleted"
-    )
+    )  # the forget was stored as digests: no checkpoint or edit ever held her name
+    assert "It cannot be undone. Not touched by the purge:" in lines
+    assert any("the conversation itself, bub's tape, is not rewritten" in line for line in lines)
+    assert any("export files" in line for line in lines)
     sidecar = (tapes / f"{memory_tape_name(TAPE)}.jsonl").read_text(encoding="utf-8")
     assert "alice" not in sidecar.lower() and list((tmp_path / "cache").glob("*/*.json")) == []
     assert "forget (purged: names erased)" in run(tapes, "edits").stdout
-    again = run(tapes, "forget", "Alice Chen", "--purge")  # nothing named so is left to purge
-    assert again.exit_code == 1 and "no forget of it to purge" in again.stderr
+    again = run(tapes, "forget", "Alice Chen", "--purge")  # run again: it says what was left
+    assert again.exit_code == 0, again.output
+    assert "Purged before: 0 trace(s) were left (it was complete)." in again.stdout.splitlines()
 
 
 def test_export_writes_three_formats_and_import_adds_it_to_another_tape(tapes: Path, tmp_path: Path) -> None:
@@ -218,7 +226,11 @@ def test_purging_a_relation_erases_it_from_snapshots_checkpoints_and_edits(tapes
         for r in line["payload"]["data"].get("relations", [])
     ]
     edits = [line["payload"]["data"] for line in lines if line["payload"].get("name") == "memory.edit"]
-    checkpoints = [line["payload"]["state"] for line in lines if line["kind"] == "anchor"]
+    checkpoints = [
+        line["payload"]["state"] for line in lines if line["payload"]["name"] == "memory.checkpoint"
+    ]
+    [erasure] = [line["payload"]["state"] for line in lines if line["payload"]["name"] == "memory.erasure"]
+    assert erasure["edit"]["purged"] and "porto" not in json.dumps(erasure)
     assert key not in relations and len(relations) == 3
     assert [(e["op"], e.get("purged", False), "relation" in e) for e in edits] == [
         ("end", True, False),
@@ -230,3 +242,37 @@ def test_purging_a_relation_erases_it_from_snapshots_checkpoints_and_edits(tapes
         e[:3] for e in json.loads(checkpoints[-1]["graph"])["edges"]
     ]
     assert memory(tapes).lookup("Carol Diaz") == ["person:carol-diaz"]  # the entities stay
+
+
+def test_an_export_file_is_readable_by_the_user_only(tapes: Path, tmp_path: Path) -> None:
+    out = tmp_path / "memory.json"
+    out.write_text("old", encoding="utf-8")
+    out.chmod(0o644)  # an existing file is made private too
+    previous = os.umask(0)
+    try:
+        written = run(tapes, "export", "--out", str(out))
+        fresh = run(tapes, "export", "--out", str(tmp_path / "fresh.graphml"), "--format", "graphml")
+    finally:
+        os.umask(previous)
+    assert written.exit_code == 0 and fresh.exit_code == 0, written.output + fresh.output
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "fresh.graphml").stat().st_mode) == 0o600
+
+
+def test_an_export_written_before_a_purge_imports_without_her_and_says_so(
+    tapes: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "before.json"
+    assert run(tapes, "export", "--out", str(out)).exit_code == 0
+    assert run(tapes, "forget", "Alice Chen", "--purge").exit_code == 0
+    back = run(tapes, "import", str(out))  # into the tape it was exported from
+    other = "0123456789abcdef__0000111100001111"
+    elsewhere = run(tapes, "import", str(out), tape=other)  # into another tape of the store
+    assert back.exit_code == 0 and elsewhere.exit_code == 0, back.output + elsewhere.output
+    assert "item(s) of the export were left out: a purge erased them" in back.stdout
+    assert "item(s) of the export were left out: a purge erased them" in elsewhere.stdout
+    for tape in (TAPE, other):
+        raw = (tapes / f"{memory_tape_name(tape)}.jsonl").read_text(encoding="utf-8")
+        assert "alice" not in raw.lower() and memory(tapes, tape).lookup("Carol Diaz") == [
+            "person:carol-diaz"
+        ]

@@ -15,14 +15,19 @@ another order converges to the same memory.
 A forget recognises what it forgot by **digests** (:func:`digest`) of the keys, names and
 words involved, not by the names themselves: ``forget --purge`` erases the names from storage,
 and the edit that must go on suppressing them may hold no trace of them either. A digest of a
-name confirms a guessed name; it does not reveal one.
+name confirms a guessed name; it does not reveal one. The digests cover every form of the names
+(:func:`~bub_semantic_memory._mentions.name_forms`: first name, surname, "Ms. Chen", "A. Chen",
+possessives...), so a purged forget recognises "Ms. Chen" as well as "Alice Chen".
+
+A purged forget is an **erasure**: it cannot be undone (:attr:`Edit.erases`), and what it
+recognises is never stored again (see :mod:`bub_semantic_memory.stores._erasure`).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Literal, get_args
 
@@ -41,7 +46,6 @@ __all__ = [
     "mention_digests",
     "name_digest",
     "relation_digest",
-    "text_names",
 ]
 
 EDIT_SCHEMA_VERSION = 1
@@ -104,15 +108,6 @@ def fact_digests(statement: str) -> frozenset[str]:
     return frozenset(digest("word", word) for word in content_words(statement))
 
 
-def text_names(names: Iterable[str]) -> list[str]:
-    """The names by which a text mentions an entity: its names of two words or more (or in a script
-    written without spaces), else all of them. A first name alone ("Alice") would also find every
-    other Alice; an entity called only "Bob" is found by "Bob"."""
-    folded = [normalize_name(n) for n in names if normalize_name(n)]
-    long = [n for n in folded if len(n.split()) > 1 or (has_unspaced_script(n) and len(n) >= _CJK_MIN)]
-    return list(dict.fromkeys(long or folded))
-
-
 class Edit(BaseModel):
     """One edit of a tape's memory, stored as a ``memory.edit`` event of its memory sidecar.
 
@@ -137,8 +132,10 @@ class Edit(BaseModel):
         words: forget a fact: digests of the statement's content words.
         lines: forget: the tape entries that stated what it forgets (the entity's mentions, its
             relations and facts; the relation; the fact), up to ``at``: a note never quotes them.
-        hide: forget an entity: digests of each of its names and aliases as text, a first name
-            alone included: a note never quotes a line said up to ``at`` that holds one.
+        hide: forget an entity: digests of each of its names, aliases and their forms as text:
+            a note never quotes a line said up to ``at`` that holds one.
+        about: forget a fact: digests of the keys of the entities it is about; their attribute
+            holding the fact's value goes too.
         purged: the edit's names were erased (``forget --purge``); its digests still apply.
     """
 
@@ -169,6 +166,7 @@ class Edit(BaseModel):
     words: tuple[str, ...] = ()
     lines: tuple[int, ...] = ()
     hide: tuple[str, ...] = ()
+    about: tuple[str, ...] = ()
     purged: bool = False
 
     @model_validator(mode="after")
@@ -209,14 +207,19 @@ class Edit(BaseModel):
             return f"import snapshot {self.snapshot}"
         return f"forget {what}"
 
-    def named_in(self, text: str) -> bool:
-        """Whether ``text`` names what this forget forgot: one of its names (whole words), or its fact.
+    @property
+    def erases(self) -> bool:
+        """Whether this is an erasure (a purged forget): it cannot be undone, and what it recognises
+        is never stored again."""
+        return self.op == "forget" and self.purged
 
-        False once purged: the names are gone, only the digests recognise them.
-        """
-        terms = [*self.names, *([self.fact] if self.fact else [])]
-        folded = fold_text(text)
-        return any(is_mentioned(term, folded) for term in terms if term.strip())
+    def named_in(self, text: str) -> bool:
+        """Whether ``text`` names what this forget forgot: one of its names or their forms (whole
+        words, recognised by their digests, so a purged forget still answers), or its fact."""
+        known = frozenset((*self.match, *self.hide))
+        if known and any(digest("text", gram) in known for gram in _ngrams(normalize_name(text))):
+            return True
+        return bool(self.fact and self.fact.strip() and is_mentioned(self.fact, fold_text(text)))
 
     def redacted(self) -> Edit:
         """This edit without the names and values it holds (the digests stay): what a purge keeps."""
@@ -244,5 +247,8 @@ class Edit(BaseModel):
             snapshot=self.snapshot,
             match=self.match,
             words=self.words,
+            lines=self.lines,
+            hide=self.hide,
+            about=self.about,
             purged=True,
         )

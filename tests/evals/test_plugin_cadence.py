@@ -63,7 +63,10 @@ def lunch_fixture(tmp_path: Path) -> Fixture:
 def _options(server: FakeOpenAIServer, tmp_path: Path, cadence: str) -> RunOptions:
     config = ExtractorConfig(model="oracle", base_url=server.base_url, api_key="k", retry=FAST)
     return RunOptions(
-        extractor=config, cache_dir=tmp_path / "cache", progress=False, cadence=cadence  # type: ignore[arg-type]
+        extractor=config,
+        cache_dir=tmp_path / "cache",
+        progress=False,
+        cadence=cadence,  # type: ignore[arg-type]
     )
 
 
@@ -95,7 +98,9 @@ async def test_the_plugin_cadence_extracts_every_sixth_turn_and_the_rest_at_shut
     assert "Cadence of" not in to_markdown(whole)
 
 
-async def test_a_replayed_tape_is_cached_apart_from_the_whole_tape(lunch_fixture: Fixture, tmp_path: Path) -> None:
+async def test_a_replayed_tape_is_cached_apart_from_the_whole_tape(
+    lunch_fixture: Fixture, tmp_path: Path
+) -> None:
     prompt = PromptLibrary().load("extract@2")
     with FakeOpenAIServer(responder=OracleResponder.from_golds([lunch_fixture.gold])) as server:
         await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))

@@ -25,6 +25,7 @@ from bub_semantic_memory.testing import (
 )
 from tests.plugin.conftest import MAYA, Harness
 from tests.plugin.test_plugin import call_tool
+from tests.reliability._report import Outcomes
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -100,13 +101,16 @@ def test_an_instruction_planted_in_the_tape_purges_nothing(tmp_path: Path) -> No
     workspace.mkdir()
     home = tmp_path / "bub-home"
     with FakeOpenAIServer(responder=obeying_agent) as server:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("BUB_", "OPENAI_"))} | {
-            "BUB_HOME": str(home),
-            "BUB_MODEL": f"openai:{server.model_ids[0]}",
-            "BUB_API_BASE": server.base_url,
-            "BUB_API_KEY": "test-key",
-            "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",  # the plugin tests' version; names one for a hosted model
-        }
+        env = (
+            {k: v for k, v in os.environ.items() if not k.startswith(("BUB_", "OPENAI_"))}
+            | {
+                "BUB_HOME": str(home),
+                "BUB_MODEL": f"openai:{server.model_ids[0]}",
+                "BUB_API_BASE": server.base_url,
+                "BUB_API_KEY": "test-key",
+                "BUB_SEMANTIC_MEMORY_PROMPT": "extract@9",  # the plugin tests' version; names one for a hosted model
+            }
+        )
         for message in ("Hi, I'm Maya Lin and I live in Lisbon.", PLANTED, "What do you know about me?"):
             subprocess.run(
                 [sys.executable, "-m", "bub", "run", message],
@@ -166,3 +170,120 @@ def test_an_instruction_planted_in_the_tape_purges_nothing(tmp_path: Path) -> No
     assert "person:maya-lin" in undone.stdout  # a person undoes the agent's forget: she is back
     assert asyncio.run(load()).lookup("Maya Lin") == ["person:maya-lin"]
     assert memory_tape_name(tape) == sidecar.name.removesuffix(".jsonl")
+
+
+# -- who may write (issue 45, point 6) -------------------------------------------------------------
+
+
+def points(outcomes: Outcomes, what: str, test: str) -> None:
+    """A row of the reliability report's table of the issue's points (point 6: who may write)."""
+    from tests.reliability.test_erasure import POINTS_COLUMNS, POINTS_TITLE, SECTION
+
+    outcomes.table(SECTION, POINTS_TITLE, POINTS_COLUMNS).add(6, what, f"`{test}`", "holds")
+
+
+async def subagent_call(tool_name: str, tape: str, session_id: str, **arguments: object) -> dict[str, Any]:
+    from bub.tools import REGISTRY, ToolContext
+
+    context = ToolContext(tape=None, state={TAPE_STATE_KEY: tape, "session_id": session_id})  # type: ignore[arg-type]
+    return await REGISTRY[tool_name].run(context=context, **arguments)  # type: ignore[no-any-return]
+
+
+async def test_a_subagents_forget_is_refused_and_stores_nothing_on_the_parents_memory(
+    harness: Harness, outcomes: Outcomes
+) -> None:
+    harness.extractions["Maya Lin"] = MAYA
+    framework, _plugin, _stub = harness.framework()
+    await harness.turn(framework, "Hi, I'm Maya Lin and I live in Lisbon.")
+    tape = session_tape_name("cli:test", framework.workspace)
+    framework, plugin, _stub = harness.framework()
+    async with framework.running():
+        store = framework.get_tape_store()
+        assert store is not None
+        refused = await subagent_call("memory.forget", tape, "temp/abc123", name="Maya Lin")
+        state = {TAPE_STATE_KEY: tape, "session_id": "temp/abc123"}
+        await plugin.save_state(session_id="temp/abc123", state=state, message=None, model_output="")
+        await plugin.save_state(
+            session_id="cli:test", state={TAPE_STATE_KEY: tape}, message=None, model_output=""
+        )
+        stored = await SnapshotStore(store).edits(tape)
+        graph = await plugin.memory.load(tape, store)
+    assert "subagent session writes no memory" in refused["error"]
+    assert stored == [] and graph.lookup("Maya Lin") == ["person:maya-lin"]
+    points(
+        outcomes,
+        "a temp/ session's memory.forget is refused and nothing is stored",
+        "test_a_subagents_forget",
+    )
+
+
+async def test_the_agent_forgets_at_most_max_agent_forgets_entities_in_a_turn(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch, outcomes: Outcomes
+) -> None:
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MAX_AGENT_FORGETS", "2")
+    harness.extractions["people"] = {
+        "entities": [
+            {"name": name, "type": "person"} for name in ("Maya Lin", "Tom Becker", "Dana Whitfield")
+        ],
+        "relations": [],
+    }
+    framework, _plugin, _stub = harness.framework()
+    await harness.turn(framework, "Maya Lin, Tom Becker and Dana Whitfield are my colleagues.")
+    tape = session_tape_name("cli:test", framework.workspace)
+    framework, plugin, _stub = harness.framework()
+    async with framework.running():
+        store = framework.get_tape_store()
+        assert store is not None
+        answers = [
+            await call_tool("memory.forget", tape, name=n)
+            for n in ("Maya Lin", "Tom Becker", "Dana Whitfield")
+        ]
+        await plugin.save_state(
+            session_id="cli:test", state={TAPE_STATE_KEY: tape}, message=None, model_output=""
+        )
+        next_turn = await call_tool("memory.forget", tape, name="Dana Whitfield")  # a new turn: allowed again
+        stored = await SnapshotStore(store).edits(tape)
+    assert [a.get("forgotten") for a in answers[:2]] == ["Maya Lin", "Tom Becker"]
+    assert answers[2]["error"].startswith("at most 2 forget(s) per turn")
+    assert [e.names[0] for e in stored] == ["Maya Lin", "Tom Becker"] and next_turn[
+        "forgotten"
+    ] == "Dana Whitfield"
+    assert plugin.stats["forgets_refused"] == 1
+    points(
+        outcomes,
+        "max_agent_forgets per turn: one more gets an error, the next turn may forget",
+        "test_the_agent_forgets_at_most",
+    )
+
+
+async def test_the_agents_forget_leaves_a_persons_pin_in_place(harness: Harness, outcomes: Outcomes) -> None:
+    from bub_semantic_memory.agent._editing import MemoryEditor
+
+    harness.extractions["Maya Lin"] = MAYA
+    framework, _plugin, _stub = harness.framework()
+    await harness.turn(framework, "Hi, I'm Maya Lin and I live in Lisbon.")
+    tape = session_tape_name("cli:test", framework.workspace)
+    framework, plugin, _stub = harness.framework()
+    async with framework.running():
+        store = framework.get_tape_store()
+        assert store is not None
+        ontology = plugin.ontology
+        await MemoryEditor(store, tape, ontology, by="cli:owner").set("Maya Lin", "role", "team lead")
+        await plugin.memory.load(tape, store)
+        await plugin.memory._reload(tape, store)
+        await call_tool("memory.forget", tape, name="Maya Lin")
+        await plugin.save_state(
+            session_id="cli:test", state={TAPE_STATE_KEY: tape}, message=None, model_output=""
+        )
+    await harness.turn(framework, "Maya Lin says hello again.")  # a later mention brings her back
+    async with framework.running():
+        store = framework.get_tape_store()
+        assert store is not None
+        graph = (await SnapshotStore(store).load_graph(tape, ontology)).graph
+        edits = await SnapshotStore(store).edits(tape)
+    [forget] = [e for e in edits if e.op == "forget"]
+    [pin] = [e for e in edits if e.op == "set"]
+    assert forget.by == "agent:memory.forget" and graph.edits.is_effective(pin)
+    maya = graph.entity("person:maya-lin")
+    assert maya is not None and maya.attributes.get("role") == "team lead"
+    points(outcomes, "the agent's forget leaves a person's set pin in place", "test_the_agents_forget_leaves")

@@ -18,7 +18,10 @@ from datetime import UTC, datetime
 
 __all__ = ["COMMAND", "MEASURED", "SECTIONS", "Outcomes", "Table", "measured_block"]
 
-COMMAND = "RELIABILITY_REPORT=docs/reliability.md pytest tests/reliability tests/stores/test_forget.py"
+COMMAND = (
+    "RELIABILITY_REPORT=docs/reliability.md pytest tests/reliability tests/stores/test_forget.py "
+    "tests/plugin/test_forget_tool.py"
+)
 
 # (key, heading, what the section shows); the order of the document.
 SECTIONS: tuple[tuple[str, str, str], ...] = (
@@ -97,6 +100,21 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
         "cache) for the forgotten name, two bub processes on one tape (one extracting, a CLI forgetting "
         "in the middle), the GraphML export read back with the standard library's XML parser, and "
         "export then import into a new tape.",
+    ),
+    (
+        "erasure",
+        "Erasure that holds",
+        "A person purged with `forget --purge` (issue 45), searched for afterwards in the raw storage of every "
+        "store and in every output, after every path that writes memory (`tests/reliability/test_erasure.py`). "
+        'The tape names Alice Chen by her full name, her alias Ali, her first name, "Ms. Chen" in a tool '
+        "result, her name split over a line break, her surname alone and a possessive, and holds a private fact "
+        "(an allergy to `penicillin-zx9`). A trace is a match of `alice` or `chen` (any case, anywhere), `Ali` "
+        "as a word, or `zx9` or `penicillin`. In a file the conversation shares with the memory (SQLite's "
+        "database file and log, PostgreSQL's heap and TOAST files found with `pg_relation_filepath` after a "
+        "`CHECKPOINT`, Redis's append-only files) a trace counts unless the bytes from its JSON object's start "
+        "to it are those of the conversation's own rows: the conversation is bub's and is not rewritten. For "
+        "the search to see every byte, the test database stores `payload` uncompressed (`SET STORAGE "
+        "EXTERNAL`) and the test Redis rewrites its append-only file without an RDB preamble.",
     ),
 )
 

@@ -1,7 +1,9 @@
 """The store matrix: bub's file store, SQLite and PostgreSQL (SQLAlchemy plugin), Redis (Redis plugin).
 
-PostgreSQL and Redis run as real servers for the session (``tests/stores/servers.py``);
-each test gets its own PostgreSQL database and its own Redis key prefix. A server that
+PostgreSQL and Redis run as real servers for the session (``tests/stores/servers.py``; the
+session fixtures ``postgres_server`` and ``redis_server`` live in ``tests/conftest.py``, shared
+with the erasure matrix of ``tests/reliability``); each test gets its own PostgreSQL database
+and its own Redis key prefix. A server that
 cannot start skips its store's tests on a developer machine and fails them under
 ``CI=true``: in CI no store test may be skipped.
 """
@@ -13,7 +15,7 @@ import importlib.util
 import itertools
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,55 +25,10 @@ from bub.store import AsyncTapeStore, FileTapeStore, TapeStore
 
 from tests.conftest import STORE_PLUGINS
 from tests.helpers.store_plugins import mask_store_plugins
-from tests.stores.servers import PostgresServer, RedisServer, ServerUnavailable
+from tests.stores.servers import PostgresServer, RedisServer, Server, unavailable
 
 STORES = ("file", "sqlite", "postgresql", "redis")
 _NUMBERS = itertools.count(1)
-
-
-def unavailable(what: str, exc: Exception) -> None:
-    """Skip (developer machine) or fail (``CI=true``) a test whose server cannot start."""
-    message = f"{what} is unavailable: {exc}"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{message} (CI=true: store tests must run, not skip)", pytrace=False)
-    pytest.skip(message)
-
-
-@dataclass
-class Server[T]:
-    """A session server started on first use; a failed start is remembered (not retried per test)."""
-
-    factory: Callable[[], T]
-    what: str
-    instance: T | None = None
-    error: ServerUnavailable | None = None
-
-    def get(self) -> T:
-        if self.instance is None and self.error is None:
-            try:
-                self.instance = self.factory()
-            except ServerUnavailable as exc:
-                self.error = exc
-        if self.error is not None:
-            unavailable(self.what, self.error)
-        assert self.instance is not None
-        return self.instance
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[Server[PostgresServer]]:
-    server = Server(PostgresServer, "PostgreSQL")
-    yield server
-    if server.instance is not None:
-        server.instance.close()
-
-
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[Server[RedisServer]]:
-    server = Server(RedisServer, "Redis")
-    yield server
-    if server.instance is not None:
-        server.instance.close()
 
 
 @dataclass

@@ -185,7 +185,7 @@ async def test_a_bad_checkpoint_is_reported_and_the_snapshots_are_folded_instead
         for snapshot in snapshots[:8]:
             await memory.append(snapshot)
         fake = _tampered(reason, MemoryGraph.fold(snapshots[:2], ONTOLOGY, tape=TAPE), through=8)
-        await memory._append_entry(memory_tape_name(TAPE), TapeEntry.anchor(CHECKPOINT_ANCHOR, fake))
+        await memory._append_entry(TAPE, lambda _: TapeEntry.anchor(CHECKPOINT_ANCHOR, fake))
         for snapshot in snapshots[8:]:
             await memory.append(snapshot)
         loaded = await memory.load_graph(TAPE, ONTOLOGY)

@@ -12,8 +12,8 @@ from bub_semantic_memory._models import Entity, Relation, Snapshot
 from bub_semantic_memory.stores._store import MemorySidecar, SnapshotStore, memory_tape_name
 from bub_semantic_memory.tape._transcript import read_tape_file
 from tests.conftest import make_snapshot
-from tests.stores.conftest import Backend, Server
-from tests.stores.servers import ServerUnavailable
+from tests.stores.conftest import Backend
+from tests.stores.servers import Server, ServerUnavailable
 
 TAPE = "0123456789abcdef__fedcba9876543210"
 

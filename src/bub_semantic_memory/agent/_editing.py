@@ -4,8 +4,11 @@
 (:mod:`bub_semantic_memory.memory._editing`), places it at the tape's last entry, appends it to
 the sidecar, folds the memory again under it and stores a checkpoint, so later loads are short
 and hold the edit. Each method returns an :class:`EditResult`: the edit and what it changed.
-``forget(..., purge=True)`` also erases the forgotten names from what the sidecar stored before
-(:mod:`bub_semantic_memory.stores._purge`).
+``forget(..., purge=True)`` stores the forget as digests only, records it as an erasure and
+erases the forgotten names from what the sidecar stored before
+(:mod:`bub_semantic_memory.stores._purge`); run again, it reports what was left. An erasure cannot
+be undone, and an import leaves out what an erasure of this tape (or of the tape the export came
+from) recognises.
 
 An agent never purges: its ``memory.forget`` tool goes through
 :meth:`~bub_semantic_memory.agent.MemoryService.forget`, which makes an ordinary, undoable forget.
@@ -19,15 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bub_semantic_memory._edits import Edit
+from bub_semantic_memory._edits import Edit, digest, name_digest
 from bub_semantic_memory._errors import EditError, StoreError
+from bub_semantic_memory._mentions import name_forms
 from bub_semantic_memory._models import PromptRef, Snapshot, normalize_name
 from bub_semantic_memory.memory import _editing as build
 from bub_semantic_memory.memory._editing import Changes, changes
+from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._export import MemoryExport
 from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.stores._erasure import store_kind
 from bub_semantic_memory.stores._purge import PurgeReport, purge
-from bub_semantic_memory.stores._store import SnapshotStore, fetch_tape
+from bub_semantic_memory.stores._store import SnapshotStore, fetch_tape, memory_tape_name
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
@@ -41,11 +47,20 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EditResult:
-    """An edit that was stored, what it changed in the memory, and what a purge erased."""
+    """An edit that was stored, what it changed in the memory, and what a purge erased.
+
+    Attributes:
+        edit: the edit as stored (a purged forget: its digests only).
+        changes: what it changed in the memory.
+        purge: what a purge erased or found left.
+        notes: what else a person should know (forms of a name left alone and why, what an
+            import left out).
+    """
 
     edit: Edit
     changes: Changes
     purge: PurgeReport | None = None
+    notes: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready data (the ``--json`` output of the edit verbs)."""
@@ -53,6 +68,7 @@ class EditResult:
             "edit": self.edit.model_dump(mode="json", exclude_defaults=True),
             "changes": self.changes.as_dict(),
             "purge": self.purge.as_dict() if self.purge is not None else None,
+            "notes": list(self.notes),
         }
 
 
@@ -117,17 +133,25 @@ class MemoryEditor:
         return graph
 
     async def _result(self, make: Callable[[MemoryGraph, int], Edit], *, purge: bool = False) -> EditResult:
-        """Make the edit, then (``purge``) erase what it forgot from what was stored before."""
-        edit, before, after = await self._apply(make)
-        report = await self._purge(edit, before) if purge else None
-        return EditResult(edit, changes(before, after), report)
+        """Make the edit, or (``purge``) make it, store it as digests only and erase what it forgot
+        from what was stored before."""
+        if not purge:
+            edit, before, after = await self._apply(make)
+            return EditResult(edit, changes(before, after))
+        before = await self.graph()
+        edit = make(before, await self.position())
+        await self.snapshots.append_edit(edit.redacted())  # its names are never stored
+        report = await self._purge(edit, before, edit.names)
+        return EditResult(edit.redacted(), changes(before, await self.graph()), report)
 
     # -- the verbs -------------------------------------------------------------------------------
 
     async def forget(self, name: str, *, entity_type: str | None = None, purge: bool = False) -> EditResult:
         """Forget an entity (``purge``: and erase its names from what the sidecar stored before).
 
-        A name already forgotten is purged by its forget, when ``purge`` is asked for.
+        A name already forgotten is purged by its forget, when ``purge`` is asked for; a forget
+        already purged is purged again, and the report says what was left. Forms of the name
+        another entity of the memory has too are left alone, and the result's notes say which.
 
         Raises:
             EditError: no such entity (nor a forget of it, for a purge), or an ambiguous name.
@@ -139,7 +163,9 @@ class MemoryEditor:
             if not purge:
                 raise
             return await self._purge_earlier(name)
-        return await self._result(lambda g, at: build.forget_entity(g, key, at=at, by=self.by), purge=purge)
+        shared = tuple(form.describe() for form in build.shared_forms(graph, key))
+        result = await self._result(lambda g, at: build.forget_entity(g, key, at=at, by=self.by), purge=purge)
+        return EditResult(result.edit, result.changes, result.purge, shared)
 
     async def forget_relation(
         self, source: str, rel_type: str, target: str, *, purge: bool = False
@@ -149,34 +175,63 @@ class MemoryEditor:
         return await self._result(lambda g, at: build.forget_relation(g, key, at=at, by=self.by), purge=purge)
 
     async def forget_fact(self, statement: str, *, purge: bool = False) -> EditResult:
-        """Forget one stated fact and its re-wordings."""
+        """Forget one stated fact and its re-wordings, and the attribute holding its value of the
+        entities it is about."""
         fact = build.find_fact(await self.graph(), statement)
         return await self._result(lambda g, at: build.forget_fact(g, fact, at=at, by=self.by), purge=purge)
 
-    async def _purge(self, edit: Edit, before: MemoryGraph) -> PurgeReport:
-        report = await purge(self.snapshots, edit, before, archive_dir=self.archive_dir)
+    async def _purge(self, edit: Edit, before: MemoryGraph, names: tuple[str, ...]) -> PurgeReport:
+        """Erase what ``edit`` forgot; ``names``: the names it was made with (or the one a person gave
+        to purge it again), whose forms the forget's digests confirm are searched for in files."""
+        person = edit.entity_type == "person"
+        known = {*edit.match, *edit.hide}
+        terms = [form for form in name_forms(names, person=person) if digest("text", form) in known]
+        report = await purge(self.snapshots, edit, before, archive_dir=self.archive_dir, terms=terms)
         await self._reload()  # a new checkpoint: the newest one is no longer a purged stub
+        report.not_touched = self._not_touched()
         return report
 
+    def _not_touched(self) -> list[str]:
+        """The copies a purge cannot reach, in words."""
+        kind = "file" if self.snapshots.directory is not None else store_kind(self.store)
+        where = {
+            "file": f"the file {self.snapshots.directory}/{self.tape}.jsonl",
+            "sqlite": f"the rows of tape {self.tape} in the same SQLite database",
+            "postgresql": f"the rows of tape {self.tape} in the same PostgreSQL database, and the "
+            "server's write-ahead log (until it is recycled) and base backups",
+            "redis": f"the list of tape {self.tape} in the same Redis database, and any RDB snapshot "
+            "(dump.rdb) or replica of it",
+        }.get(kind, f"tape {self.tape} in bub's tape store")
+        return [
+            f"the conversation itself, bub's tape, is not rewritten: it still holds every line that named "
+            f"it ({where})",
+            "export files written with 'memory export' (they are copies: delete them yourself)",
+            "backups and copies of the store made outside bub, and free blocks of the disk",
+        ]
+
     async def _purge_earlier(self, name: str) -> EditResult:
-        """Purge with the forget that already took ``name`` out of the memory."""
+        """Purge with the forget that already took ``name`` out of the memory (found by its digests,
+        so a purged forget is found too, and purged again)."""
         folded = normalize_name(name)
         graph = await self.graph()
         forgets = [
             e
             for e in graph.edits.edits
             if e.op == "forget"
-            and not e.purged
             and graph.edits.is_effective(e)
-            and (folded in {normalize_name(n) for n in e.names} or name == e.entity)
+            and (
+                folded in {normalize_name(n) for n in e.names}
+                or name == e.entity
+                or not {digest("text", folded), name_digest(e.entity_type or "", folded)}.isdisjoint(e.match)
+            )
         ]
         if not forgets:
             raise EditError(
                 f"no entity named {name!r} in the memory of {self.tape}, and no forget of it to purge"
             )
         edit = forgets[-1]
-        report = await self._purge(edit, graph)
-        return EditResult(edit, Changes(), report)
+        report = await self._purge(edit, graph, edit.names or (name,))
+        return EditResult(edit.redacted(), Changes(), report)
 
     async def set(self, name: str, attribute: str, value: str) -> EditResult:
         """Set an entity's attribute by hand."""
@@ -211,7 +266,11 @@ class MemoryEditor:
         )
 
     async def undo(self, edit_id: str) -> EditResult:
-        """Cancel the edit whose id starts with ``edit_id``."""
+        """Cancel the edit whose id starts with ``edit_id``.
+
+        Raises:
+            EditError: no such edit, or it cannot be undone (an undo, an erasure).
+        """
         edit = build.find_edit(await self.graph(), edit_id)
         return await self._result(lambda g, at: build.undo_edit(g, edit, at=at, by=self.by))
 
@@ -238,8 +297,35 @@ class MemoryEditor:
             return Edit(tape=self.tape, op="import", at=at, by=self.by, snapshot=snapshot.id)
 
         before = await self.graph()
-        await self.snapshots.append(snapshot)
+        source = await self._source_erasures(export.tape)
+        kept = snapshot
+        if source:  # the export's own tape was purged since: what it erased stays erased here too
+            kept = EditBook(source).erase(snapshot, lambda r: (r.source, r.type, r.target), lambda k: k)
+        kept = await self.snapshots.append(kept, memory=before)  # and what this tape's purges erased
         edit = make(before, await self.position())
         await self.snapshots.append_edit(edit)
         after = await self._reload()
-        return EditResult(edit, changes(before, after))
+        left_out = sum(
+            len(getattr(snapshot, p)) - len(getattr(kept, p)) for p in ("entities", "relations", "facts")
+        )
+        notes = (
+            (
+                f"{left_out} item(s) of the export were left out: a purge erased them from the memory "
+                f"of {self.tape if not source else export.tape} (an export written before the purge "
+                "still holds them: delete it)",
+            )
+            if left_out
+            else ()
+        )
+        return EditResult(edit, changes(before, after), notes=notes)
+
+    async def _source_erasures(self, tape: str) -> list[Edit]:
+        """The erasures of the tape an export was written from, when it is another tape of this store."""
+        if tape == self.tape:
+            return []
+        try:
+            memory_tape_name(tape)
+            return await self.snapshots.erasures(tape)
+        except Exception as exc:  # a tape name this store cannot hold: nothing of it is known here
+            logger.debug("no erasures read for tape %r: %s", tape, exc)
+            return []

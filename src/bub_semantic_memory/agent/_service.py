@@ -40,11 +40,9 @@ from typing import TYPE_CHECKING, Any
 
 from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import EditError
-from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.agent._tool_names import is_memory_tool
 from bub_semantic_memory.memory._editing import changes, find_entity, forget_entity
-from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.memory._index import MemoryIndex, Ranking
 from bub_semantic_memory.memory._render import (
@@ -84,6 +82,8 @@ class MemoryPolicy:
         passage_share: the share of ``budget`` kept for the transcript lines that match the
             latest message best, shown after the facts (0: facts only). The facts get what the
             lines leave unused.
+        max_agent_forgets: forgets the agent's ``memory.forget`` may make in one turn; a further
+            call is refused (text in the tape could make the agent forget everything).
     """
 
     budget: int = DEFAULT_BUDGET
@@ -93,6 +93,7 @@ class MemoryPolicy:
     retry_cooldown: float = 30.0
     checkpoint_every: int = 200
     passage_share: float = DEFAULT_PASSAGE_SHARE
+    max_agent_forgets: int = 3
 
 
 def _tape_was_reset(entries: Sequence[Any], watermark: int) -> bool:
@@ -341,8 +342,16 @@ class MemoryService:
 
         The loaded memory forgets it at once; :meth:`commit` stores the edit when the turn ends.
         Never a purge: an agent's instructions can come from text in the tape. An unknown or
-        ambiguous name is an ``error`` in the result.
+        ambiguous name is an ``error`` in the result, and so is a forget past
+        :attr:`MemoryPolicy.max_agent_forgets` in one turn.
         """
+        cap = self.policy.max_agent_forgets
+        if len(self._pending.get(tape, ())) >= cap:
+            self.stats["forgets_refused"] += 1
+            return {
+                "error": f"at most {cap} forget(s) per turn: ask the user to run 'semantic-memory memory "
+                "forget' for more"
+            }
         before = await self.load(tape, store)
         try:
             key = find_entity(before, name)
@@ -401,14 +410,6 @@ class MemoryService:
         self.stats["edits_stored"] += stored
         await self._reload(tape, store)
         return stored
-
-    def _erased(self, graph: MemoryGraph, snapshot: Snapshot) -> Snapshot:
-        """``snapshot`` without what a purged forget erased: it is never stored again."""
-        if not graph.edits.erasures:
-            return snapshot
-        return EditBook(graph.edits.erasures).scrub(
-            snapshot, lambda r: graph.relation_key(r.source, r.type, r.target), graph.resolve
-        )
 
     # -- background extraction -----------------------------------------------------
 
@@ -503,11 +504,12 @@ class MemoryService:
         self._deferred.pop(tape, None)
         stored = 0
         async for extracted in extractor.iter_extract(entries, tape=tape, memory=graph):
-            snapshot = self._erased(graph, extracted)
-            await snapshots.append(snapshot)  # the graph only learns what the store kept
-            graph.add(snapshot)
+            # the store leaves out what a purge erased, even one made since the graph was read
+            graph.add(await snapshots.append(extracted, memory=graph))  # the graph learns what it kept
             stored += 1
             self.stats["snapshots"] += 1
+        if any(erasure.id not in graph.edits for erasure in snapshots.erasures_read.get(tape, ())):
+            graph = await self._reload(tape, store)  # purged meanwhile: the loaded memory still held it
         self._prepare_renders(tape, graph, entries, stored=stored > 0)
         if stored:
             await self._checkpoint_if_due(tape, snapshots, stored)

@@ -115,6 +115,8 @@ def show(result: EditResult, name: str, as_json: bool) -> None:
     for label, items in changes.as_dict().items():
         for item in items:
             stdout.print(f"  {label.replace('_', ' ')}: {item}", markup=False)
+    for note in result.notes:
+        stdout.print(f"Note: {note}.", markup=False)
     if result.purge is not None:
         p = result.purge
         stdout.print(
@@ -127,6 +129,12 @@ def show(result: EditResult, name: str, as_json: bool) -> None:
             + ".",
             markup=False,
         )
+        if p.again:
+            left = "it was complete" if not p.found else "taken out now"
+            stdout.print(f"Purged before: {p.found} trace(s) were left ({left}).", markup=False)
+        stdout.print("It cannot be undone. Not touched by the purge:", markup=False)
+        for copy in p.not_touched:
+            stdout.print(f"  - {copy}", markup=False)
     elif edit.op != "undo":
         stdout.print(
             f"Edit {edit.id}; undo with: semantic-memory memory undo {edit.id} --tape {name}", markup=False

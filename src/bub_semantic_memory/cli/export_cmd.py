@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -27,7 +28,7 @@ from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._export import EXPORT_FORMATS, export_memory, read_export
 from bub_semantic_memory.memory._graph import MemoryGraph
 
-__all__ = ["export", "import_memory", "register"]
+__all__ = ["export", "import_memory", "register", "write_private"]
 
 
 def register(verbs: typer.Typer) -> None:
@@ -52,7 +53,8 @@ def export(
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
 ) -> None:
-    """Write a tape's memory as it is now: entities, relations and facts."""
+    """Write a tape's memory as it is now: entities, relations and facts (a file is written 0600: a
+    purge cannot reach it, so delete it when you erase someone)."""
     if output_format not in EXPORT_FORMATS:
         fail(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not {output_format!r}", code=2)
     chosen: Literal["json", "graphml", "jsonld"] = output_format  # type: ignore[assignment]
@@ -70,12 +72,28 @@ def export(
     if out is None:
         stdout.print(text, markup=False, end="")
         return
-    out.write_text(text, encoding="utf-8")
+    write_private(out, text)
     stderr.print(
         f"Wrote {len(graph)} entities, {graph.relation_count} relations and {graph.fact_count} facts "
         f"of {name} to {out} ({chosen}{', with history' if history else ''}).",
         markup=False,
     )
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by the user only (0600, like the memory sidecar): an
+    export is a copy of what a person may later ask to erase, and a purge cannot reach it.
+
+    Raises:
+        EditError: the file cannot be written.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise EditError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 @handle_errors

@@ -4,8 +4,10 @@ The builders resolve a person's words ("Alice", ``person:alice-chen``, "Alice li
 a fact's statement) against the folded graph and return the :class:`~bub_semantic_memory._edits.Edit`
 to store; they raise :class:`~bub_semantic_memory._errors.EditError` when the target is missing or
 ambiguous. A forget's digests are taken here, from everything the graph knows the entity by
-(every key merged into it, its name and aliases), so that re-extraction of old entries under
-any of those names is recognised.
+(every key merged into it, its name and aliases, and the forms people write them in:
+:func:`~bub_semantic_memory._mentions.name_forms`), so that re-extraction of old entries under
+any of those names is recognised. A form another entity of the memory has too (two people
+called Alice) is left alone, and :func:`shared_forms` says which and why.
 
 :func:`changes` compares the graph before and after an edit: what a person is told it removed.
 """
@@ -15,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bub_semantic_memory._edits import Edit, digest, fact_digests, name_digest, relation_digest, text_names
+from bub_semantic_memory._edits import Edit, digest, fact_digests, name_digest, relation_digest
 from bub_semantic_memory._errors import EditError
+from bub_semantic_memory._mentions import SHARED_FORMS, name_forms
 from bub_semantic_memory._models import RelationKey, fact_key, normalize_name
 from bub_semantic_memory._statements import similarity
 from bub_semantic_memory.memory._edits import key_digest
@@ -25,6 +28,7 @@ from bub_semantic_memory.memory._graph import MemoryGraph
 
 __all__ = [
     "Changes",
+    "SharedForm",
     "changes",
     "end_relation",
     "find_edit",
@@ -36,6 +40,7 @@ __all__ = [
     "forget_relation",
     "merge_entities",
     "set_attribute",
+    "shared_forms",
     "split_entities",
     "undo_edit",
     "unset_attribute",
@@ -115,12 +120,80 @@ def _names(graph: MemoryGraph, key: str) -> tuple[tuple[str, ...], str]:
     return (view.name, *view.aliases), view.type
 
 
-def forget_entity(graph: MemoryGraph, key: str, *, at: int, by: str) -> Edit:
-    """Forget an entity: it, its relations, its attributes and the facts about or naming it."""
+@dataclass(frozen=True)
+class SharedForm:
+    """A form of a forgotten entity's name that a forget leaves alone: others in the memory have it.
+
+    Attributes:
+        form: the folded form ("alice").
+        kind: its kind (``first name``, ``surname``, ``honorific``, ``initials``, ``name``).
+        others: the names of the other entities that have it.
+    """
+
+    form: str
+    kind: str
+    others: tuple[str, ...]
+
+    def describe(self) -> str:
+        """A line for people: what was kept and why."""
+        who = ", ".join(self.others[:3]) + (
+            f" and {len(self.others) - 3} more" if len(self.others) > 3 else ""
+        )
+        verb = "has" if len(self.others) == 1 else "have"
+        return f"kept the {self.kind} {self.form!r}: {who} in the memory {verb} it too"
+
+
+def _is_person(entity_type: str) -> bool:
+    return entity_type == "person"
+
+
+def _forms(graph: MemoryGraph, key: str) -> tuple[dict[str, str], dict[str, SharedForm]]:
+    """The forms of the entity's names, and those of them that another entity of the memory has too
+    (a one-word name or a shared kind of form; a name of several words is the entity's own). An
+    entity all of whose names are forms of this one's ("Ms. Chen") is no other: it has no name of
+    its own to tell it apart."""
     names, entity_type = _names(graph, key)
+    forms = name_forms(names, person=_is_person(entity_type))
+    key = graph.resolve(key)
+    others: dict[str, dict[str, None]] = {}
+    candidates = {
+        graph.resolve(k) for form in forms for word in form.split() for k in graph.lookup_word(word)
+    }
+    candidates |= {graph.resolve(k) for form in forms for k in graph.lookup(form)}
+    for other in sorted(candidates - {key}):
+        view = graph.view(other)
+        if view is None:
+            continue
+        if all(normalize_name(n) in forms for n in (view.name, *view.aliases)):
+            continue  # "Ms. Chen", "A. Chen": no name of its own, so no other person; forgotten too
+        for form in name_forms((view.name, *view.aliases), person=_is_person(view.type)):
+            others.setdefault(form, {})[view.name] = None
+    shared = {
+        form: SharedForm(form, kind, tuple(others[form]))
+        for form, kind in forms.items()
+        if form in others and (kind in SHARED_FORMS or (kind in ("name", "possessive") and " " not in form))
+    }
+    return forms, shared
+
+
+def shared_forms(graph: MemoryGraph, key: str) -> list[SharedForm]:
+    """The forms of the entity's names that a forget of it leaves alone, since another entity of the
+    memory has them too (a possessive is reported with the form it belongs to)."""
+    _, shared = _forms(graph, key)
+    return [s for form, s in shared.items() if not (form.endswith(" s") and form[:-2] in shared)]
+
+
+def forget_entity(graph: MemoryGraph, key: str, *, at: int, by: str) -> Edit:
+    """Forget an entity: it, its relations, its attributes and the facts about or naming it, by its
+    keys, its names and every form of them no other entity of the memory has."""
+    names, entity_type = _names(graph, key)
+    forms, shared = _forms(graph, key)
+    own = [form for form, kind in forms.items() if form not in shared or (kind == "name" and " " in form)]
     match = {key_digest(k) for k in graph.keys_of(key)}
     match |= {name_digest(entity_type, n) for n in names}
-    match |= {digest("text", n) for n in text_names(names)}
+    match |= {name_digest(entity_type, form) for form in own}
+    match |= {digest("text", form) for form in own}
+    hidden = {normalize_name(n) for n in names if normalize_name(n)} | set(own)
     view = graph.view(key)
     said = set(view.evidence) if view is not None else set()
     for relation in graph.edges(key):
@@ -131,7 +204,7 @@ def forget_entity(graph: MemoryGraph, key: str, *, at: int, by: str) -> Edit:
         tape=graph.tape,
         op="forget",
         lines=tuple(sorted(e for e in said if e <= at)),
-        hide=tuple(sorted({digest("text", normalize_name(n)) for n in names if normalize_name(n)})),
+        hide=tuple(sorted({digest("text", form) for form in hidden})),
         at=at,
         by=by,
         entity=graph.resolve(key),
@@ -168,6 +241,7 @@ def forget_fact(graph: MemoryGraph, fact: FactView, *, at: int, by: str) -> Edit
         match=(digest("fact", fact_key(fact.kind, fact.statement)),),
         words=tuple(sorted(fact_digests(fact.statement))),
         lines=tuple(sorted(e for e in fact.evidence if e <= at)),
+        about=tuple(sorted({key_digest(k) for about in fact.about for k in graph.keys_of(about)})),
     )
 
 
@@ -265,10 +339,15 @@ def undo_edit(graph: MemoryGraph, edit: Edit, *, at: int, by: str) -> Edit:
     """Cancel ``edit`` (an undo cannot itself be undone: make the edit again).
 
     Raises:
-        EditError: ``edit`` is an undo or was undone already.
+        EditError: ``edit`` is an undo, an erasure (a purged forget) or was undone already.
     """
     if edit.op == "undo":
         raise EditError(f"edit {edit.id} is an undo; make the edit again instead")
+    if edit.erases:
+        raise EditError(
+            f"edit {edit.id} is a purged forget: an erasure cannot be undone (its names are gone from "
+            "storage; a later mention in the conversation brings the entity back)"
+        )
     if edit.id in graph.edits.undone:
         raise EditError(f"edit {edit.id} was undone already")
     return Edit(tape=graph.tape, op="undo", at=at, by=by, undoes=edit.id)

@@ -3,14 +3,17 @@
 :class:`EditBook` holds a tape's edits (:class:`~bub_semantic_memory._edits.Edit`) and decides,
 for each item of each snapshot the graph folds, what of it survives. Its rules:
 
-* **Edits apply in order** (tape position, then time): an ``undo`` cancels the edit it names; a
-  ``forget`` of an entity voids the earlier ``set``, ``unset``, ``merge`` and ``end`` edits about it.
+* **Edits apply in order** (tape position, then time): an ``undo`` cancels the edit it names,
+  unless that is an erasure (a purged forget: never undone); a ``forget`` of an entity voids the
+  earlier ``set``, ``unset``, ``merge`` and ``end`` edits about it (the agent's forget voids no
+  person's ``set``: a person's correction outlives the agent's forget).
 * **A forget wins over the entries up to its position.** An entity mention, relation or fact it
   recognises is dropped when everything that states it is at or before the forget's position
   (:attr:`Edit.at`; an item without evidence is placed at its snapshot's last entry). What is
   also stated after it is a new mention: it is kept, with only its later evidence. A forgotten
   entity takes its relations, the facts about it or naming it, and the attribute values naming
-  it along.
+  it along; a forgotten fact takes the attribute of the entities it is about that holds its
+  value. An entity is recognised by its keys, by a key's name, by its names and by their forms.
 * **A set attribute wins over extraction**, at any position, until it is unset or undone; an
   ``unset`` drops the values extracted up to its position.
 * **A merge redirects** the merged entity's keys to the kept one, so its mentions, relations and
@@ -50,6 +53,7 @@ class _Forget:
     at: int
     lines: frozenset[int] = frozenset()
     named: frozenset[str] = frozenset()  # every digest a line that names what it forgets holds
+    about: frozenset[str] = frozenset()  # a forgotten fact: the keys of the entities it was about
 
 
 def _position(evidence: Iterable[int], fallback: int) -> int:
@@ -65,15 +69,30 @@ def key_digest(key: str) -> str:
     return digest("key", key)
 
 
+def key_digests(key: str) -> set[str]:
+    """The digests a forget may know an entity key by: the key's, and that of the name it was made
+    from (``person:ms-chen`` is a person called "ms chen"), so that a key another extraction made
+    from another form of the name is recognised too."""
+    entity_type, _, slug = key.partition(":")
+    return {key_digest(key), name_digest(entity_type, slug.replace("-", " "))} if slug else {key_digest(key)}
+
+
+AGENT_PREFIX = "agent:"
+"""Who an agent's edit is recorded as made by starts with this (``agent:memory.forget``)."""
+
+
 class EditBook:
     """A tape's edits, ordered, with what they decide for the fold (see the module docstring)."""
 
     def __init__(self, edits: Iterable[Edit] = ()) -> None:
         self._edits: dict[str, Edit] = {}
         for edit in edits:
-            self._edits.setdefault(edit.id, edit)
+            known = self._edits.get(edit.id)
+            if known is None or (edit.purged and not known.purged):  # a purge's copy wins
+                self._edits[edit.id] = edit
         ordered = sorted(self._edits.values(), key=lambda e: e.order)
-        undone = {e.undoes for e in ordered if e.op == "undo" and e.undoes}
+        erasures = {e.id for e in ordered if e.erases}
+        undone = {e.undoes for e in ordered if e.op == "undo" and e.undoes and e.undoes not in erasures}
         effective = [e for e in ordered if e.op != "undo" and e.id not in undone]
         self.undone: frozenset[str] = frozenset(i for i in undone if i is not None)
         self.suppressed_snapshots = frozenset(
@@ -87,12 +106,14 @@ class EditBook:
                 at=e.at,
                 lines=frozenset(e.lines),
                 named=frozenset(e.match) | frozenset(e.hide),
+                about=frozenset(e.about),
             )
             for e in effective
             if e.op == "forget"
         ]
-        self.erasures = [e for e in effective if e.op == "forget" and e.purged]
+        self.erasures = [e for e in effective if e.erases]
         """Forgets whose names were purged: what they recognise is never stored again either."""
+        self._forget_edits = [e for e in effective if e.op == "forget"]
         self._void = {e.id for e in effective if e.op != "forget" and self._voided(e, effective)}
         self.redirects: dict[str, str] = {}
         self.merged_names: dict[str, tuple[str, str]] = {}
@@ -122,11 +143,19 @@ class EditBook:
         return edit.op != "undo" and edit.id not in self.undone and edit.id not in self._void
 
     def _voided(self, edit: Edit, effective: list[Edit]) -> bool:
-        """Whether a later forget of the entity (or of a relation endpoint) ``edit`` is about voids it."""
+        """Whether a later forget of the entity (or of a relation endpoint) ``edit`` is about voids it.
+
+        The agent's forget voids no person's ``set``: text in the tape can make the agent forget,
+        and it must not take a person's correction with it."""
         keys = [k for k in (edit.entity, edit.other, *(edit.relation or ())) if k]
         digests = {key_digest(k) for k in keys}
+        pinned_by_person = edit.op == "set" and not edit.by.startswith(AGENT_PREFIX)
         return any(
-            f.op == "forget" and f.order > edit.order and digests.intersection(f.match) for f in effective
+            f.op == "forget"
+            and f.order > edit.order
+            and digests.intersection(f.match)
+            and not (pinned_by_person and f.by.startswith(AGENT_PREFIX))
+            for f in effective
         )
 
     def _apply(self, edit: Edit) -> None:
@@ -179,7 +208,7 @@ class EditBook:
         kept: list[Entity] = []
         dropped: dict[str, int] = {}
         for entity in entities:
-            digests = {key_digest(entity.key), *(name_digest(entity.type, n) for n in entity.names())}
+            digests = {*key_digests(entity.key), *(name_digest(entity.type, n) for n in entity.names())}
             at = self._forgotten_at(digests)
             if at is None:
                 kept.append(entity)
@@ -204,10 +233,9 @@ class EditBook:
             if relation.source in dropped or relation.target in dropped:
                 continue  # an endpoint only this snapshot's forgotten mention named
             key = canonical(relation)
-            digests = {
-                relation_digest(key),
-                *(key_digest(k) for k in {relation.source, relation.target, key[0], key[2]}),
-            }
+            digests = {relation_digest(key)}
+            for k in {relation.source, relation.target, key[0], key[2]}:
+                digests |= key_digests(k)
             at = self._forgotten_at(digests)
             if at is not None:
                 if _position(relation.evidence, fallback) <= at:
@@ -247,7 +275,7 @@ class EditBook:
         if fact.topic:
             digests |= mention_digests(fact.topic)
         for key in fact.about:
-            digests |= {key_digest(key), key_digest(resolve(key))}
+            digests |= key_digests(key) | key_digests(resolve(key))
         found = [dropped[k] for k in fact.about if k in dropped]
         found += [f.at for f in self._forgets if not f.match.isdisjoint(digests)]
         words = fact_digests(fact.statement) if any(f.words for f in self._forgets) else frozenset()
@@ -258,15 +286,31 @@ class EditBook:
                     found.append(forget.at)
         return max(found, default=None)
 
-    def unnamed(self, values: dict[str, str], evidence: tuple[int, ...], fallback: int) -> dict[str, str]:
-        """``values`` without those naming a forgotten entity (stated at or before the forget)."""
+    def unnamed(
+        self, values: dict[str, str], evidence: tuple[int, ...], fallback: int, keys: Iterable[str] = ()
+    ) -> dict[str, str]:
+        """``values`` without those naming a forgotten entity, or (of the entity known by ``keys``)
+        holding the value of a forgotten fact about it, stated at or before the forget."""
         position = _position(evidence, fallback)
+        about: set[str] = set()
+        for key in keys:
+            about |= key_digests(key)
         kept = {}
         for name, value in values.items():
-            at = self._forgotten_at(mention_digests(value))
+            found = [self._forgotten_at(mention_digests(value)), self._value_forgotten_at(value, about)]
+            at = max((f for f in found if f is not None), default=None)
             if at is None or position > at:
                 kept[name] = value
         return kept
+
+    def _value_forgotten_at(self, value: str, about: Set[str]) -> int | None:
+        """The position of the latest forgotten fact about one of the ``about`` keys whose words hold
+        all of ``value``'s content words (an allergy forgotten as a fact goes as an attribute too)."""
+        if not about:
+            return None
+        words = fact_digests(value)
+        found = [f.at for f in self._forgets if words and f.about & about and words <= f.words]
+        return max(found, default=None)
 
     def scrub(
         self,
@@ -282,7 +326,7 @@ class EditBook:
         fallback = snapshot.last_entry_id
         entities, dropped = self.entities(snapshot.entities, fallback)
         entities = [
-            e.model_copy(update={"attributes": self.unnamed(e.attributes, e.evidence, fallback)})
+            e.model_copy(update={"attributes": self.unnamed(e.attributes, e.evidence, fallback, (e.key,))})
             if e.attributes
             else e
             for e in entities
@@ -291,6 +335,43 @@ class EditBook:
         facts = self.facts(snapshot.facts, fallback, dropped, resolve)
         return snapshot.model_copy(
             update={"entities": tuple(entities), "relations": tuple(relations), "facts": tuple(facts)}
+        )
+
+    def erase(
+        self,
+        snapshot: Snapshot,
+        canonical: Callable[[Relation], RelationKey],
+        resolve: Callable[[str], str],
+    ) -> Snapshot:
+        """``snapshot`` as storage may keep it under these forgets: :meth:`scrub`, then without the
+        entities whose name names a forgotten one ("Alice Chen's team", stated up to the forget),
+        with their relations and facts, and without the dropped-item reasons that name one.
+
+        What a purge stores in place of an old snapshot, and what a sidecar stores of a new one
+        under its erasures (see :mod:`bub_semantic_memory.stores._erasure`).
+        """
+        scrubbed = self.scrub(snapshot, canonical, resolve)
+        forgets = [e for e in self._forget_edits if e.entity is not None or e.hide or e.purged]
+        if not forgets:
+            return scrubbed
+        fallback = snapshot.last_entry_id
+        named = {
+            e.key
+            for e in scrubbed.entities
+            if any(
+                _position(e.evidence, fallback) <= f.at and any(f.named_in(n) for n in e.names())
+                for f in forgets
+            )
+        }
+        return scrubbed.model_copy(
+            update={
+                "entities": tuple(e for e in scrubbed.entities if e.key not in named),
+                "relations": tuple(
+                    r for r in scrubbed.relations if r.source not in named and r.target not in named
+                ),
+                "facts": tuple(f for f in scrubbed.facts if named.isdisjoint(f.about)),
+                "dropped": tuple(d for d in scrubbed.dropped if not any(f.named_in(d) for f in forgets)),
+            }
         )
 
     # -- what the graph applies to its nodes and edges -----------------------------------------
@@ -306,7 +387,7 @@ class EditBook:
             if any(position <= self._unsets.get((k, name), -1) for k in keys):
                 continue
             kept[name] = value
-        return self.unnamed(kept, (), position) if self._forgets else kept
+        return self.unnamed(kept, (), position, keys) if self._forgets else kept
 
     def pins(self, key: str) -> dict[str, str]:
         """The attributes set by hand on entity ``key``."""

@@ -445,8 +445,15 @@ class MemoryIndex:
         return fact_sentence(self.graph, item)
 
     def evidence_lines(self, evidence: Iterable[int]) -> tuple[str, ...]:
-        """The transcript lines of the first and the latest entry that state a fact (those known)."""
-        known = sorted(entry for entry in evidence if entry in self._lines)
+        """The transcript lines of the first and the latest entry that state a fact (those known),
+        never a line a forget hides: a line that named a forgotten person is not quoted as the
+        evidence of another item either."""
+        edits = self.graph.edits
+        known = sorted(
+            entry
+            for entry in evidence
+            if entry in self._lines and not (edits and edits.hides_line(entry, self._lines[entry]))
+        )
         picked = list(dict.fromkeys([*known[:1], *known[-1:]]))[:_EVIDENCE_LINES]
         return tuple(self._lines[entry][:_EVIDENCE_CHARS] for entry in picked)
 

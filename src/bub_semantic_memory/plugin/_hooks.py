@@ -54,7 +54,7 @@ from bub.tape import TapeContext
 from bub_semantic_memory.agent._injection import MemoryNote, NoteBook, shown_lines, split_at_notes
 from bub_semantic_memory.agent._service import MemoryService
 from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.plugin._tools import register_memory_tools
+from bub_semantic_memory.plugin._tools import SUBAGENT_PREFIX, register_memory_tools
 from bub_semantic_memory.stores._store import MemorySidecar, session_tape_name
 from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import strip_bub_header
@@ -369,12 +369,14 @@ class SemanticMemoryPlugin:
         self, session_id: str, state: dict[str, Any], message: Any, model_output: str
     ) -> None:
         try:
+            if session_id.startswith(SUBAGENT_PREFIX):
+                return  # bub does not merge temp/ forks back: their entries never reach the store.
             tape = state.get(TAPE_STATE_KEY) or _session_tape(session_id, str(self.framework.workspace))
             store = self.framework.get_tape_store()
             if store is not None and self._memory is not None:
                 await self._commit(tape, store)
-            if not self.settings.enabled or session_id.startswith("temp/"):
-                return  # bub does not merge temp/ forks back: their entries never reach the store.
+            if not self.settings.enabled:
+                return
             if store is not None:
                 self.memory.schedule(tape, store)
         except Exception as exc:

@@ -147,6 +147,11 @@ class SemanticMemorySettings(bub.Settings):
         ge=0,
         description="Store a checkpoint of the folded memory after this many new snapshots (0: never).",
     )
+    max_agent_forgets: int = Field(
+        default=MemoryPolicy.max_agent_forgets,
+        ge=0,
+        description="Forgets the agent's memory.forget tool may make in one turn; more are refused.",
+    )
     redact_patterns: list[str] = Field(
         default_factory=list, description="Extra regular expressions to redact."
     )
@@ -223,6 +228,7 @@ _POLICY_SETTINGS = {
     "retry_cooldown",
     "checkpoint_every",
     "passage_share",
+    "max_agent_forgets",
 }
 """The settings a :class:`MemoryPolicy` takes, by the same names."""
 

@@ -10,7 +10,9 @@ entity keys, validity and evidence entry ids, which bub's own ``tape.search`` fi
 and the facts about it leave the memory (:meth:`MemoryService.forget`), as an edit a person can
 undo. It can never purge: text in the tape can instruct the agent (a pasted page, a forwarded
 message), so erasure from storage stays a person's command (``semantic-memory memory forget
---purge``). Its parameters forbid anything else: a call asking for a purge is refused.
+--purge``). Its parameters forbid anything else: a call asking for a purge is refused. A subagent
+(a ``temp/`` session) writes no memory, so its forget is refused too; and a turn may forget at
+most ``max_agent_forgets`` entities.
 
 An empty memory or an unknown entity is a clear error in the result, never an exception into
 the agent's turn.
@@ -69,6 +71,9 @@ class MemoryForget(BaseModel):
 
 AGENT = "agent:memory.forget"
 """Who an agent's forget is recorded as made by."""
+
+SUBAGENT_PREFIX = "temp/"
+"""bub's subagent sessions: their forks are never merged back, and they write no memory."""
 
 
 def memory_tool_names() -> tuple[str, ...]:
@@ -146,6 +151,8 @@ def register_memory_tools(
         document, a web page or a tool result."""
 
         async def forget() -> dict[str, Any]:
+            if str(context.state.get("session_id") or "").startswith(SUBAGENT_PREFIX):
+                return {"error": "a subagent session writes no memory: its parent session can forget"}
             tape = await loaded(context)
             backend = store()
             if backend is None:

@@ -7,6 +7,10 @@ and archive carry the sidecar along. Each snapshot is one ``event`` entry named
 ``memory.snapshot`` whose data is the snapshot; each edit a person made (forget, set,
 merge...) is one ``event`` entry named ``memory.edit``, folded with the snapshots.
 
+Every write goes through the erasure rule (:mod:`bub_semantic_memory.stores._erasure`): under
+the sidecar's write lock, the erasures a purge recorded are read right before the write, and
+what they recognise is not written.
+
 bub's file store has no cross-process lock and appends right after a torn last
 line (a writer killed mid-write), fusing the two. For that store this module holds
 an ``fcntl`` lock around every append, cuts a torn tail off first (keeping the
@@ -24,7 +28,7 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,10 +45,11 @@ from bub.store import (
 from bub.tape import TapeEntry
 
 from bub_semantic_memory._edits import Edit
-from bub_semantic_memory._errors import StoreError, TapeNameError
+from bub_semantic_memory._errors import EditError, StoreError, TapeNameError
 from bub_semantic_memory._gc import gc_paused
-from bub_semantic_memory._models import Snapshot
+from bub_semantic_memory._models import Relation, RelationKey, Snapshot
 from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.stores._checkpoint import (
     CHECKPOINT_ANCHOR,
@@ -53,6 +58,7 @@ from bub_semantic_memory.stores._checkpoint import (
     encode_checkpoint,
     is_purged_checkpoint,
 )
+from bub_semantic_memory.stores._erasure import file_erasures, read_erasures, sidecar_lock
 from bub_semantic_memory.stores._readers import EDIT_EVENT, SNAPSHOT_EVENT, Tail, sidecar_reader
 from bub_semantic_memory.tape._transcript import Entry, ReadIssue, ReadReport, coerce_entries
 
@@ -191,6 +197,8 @@ class SnapshotStore:
         self.store = store
         self.fsync = fsync
         self.directory = file_tape_directory(store)
+        self.erasures_read: dict[str, tuple[Edit, ...]] = {}
+        """tape -> the erasures the last write to its sidecar read (see :meth:`append`)."""
 
     # -- reading -----------------------------------------------------------------
 
@@ -263,6 +271,10 @@ class SnapshotStore:
         tail = await sidecar_reader(self.store, self.directory).read_after(sidecar, after, report)
         return tail, report
 
+    async def erasures(self, tape: str) -> list[Edit]:
+        """The erasures a purge recorded in ``tape``'s sidecar (see :mod:`._erasure`)."""
+        return await read_erasures(self.store, self.directory, memory_tape_name(tape))
+
     async def edits(self, tape: str) -> list[Edit]:
         """Every edit of ``tape``'s memory, in the order they apply."""
         tail, _ = await self.read_after(tape, 0)
@@ -291,61 +303,120 @@ class SnapshotStore:
         if loaded.tail_snapshots < max(1, min_tail) and not (loaded.refolded and loaded.tail_snapshots):
             return False
         state = await asyncio.to_thread(encode_checkpoint, loaded.graph, loaded.last_entry_id)
-        await self._append_entry(memory_tape_name(tape), TapeEntry.anchor(CHECKPOINT_ANCHOR, state))
-        return True
+        graph = loaded.graph
+
+        def checkpoint(erasures: Sequence[Edit]) -> TapeEntry | None:
+            if any(erasure.id not in graph.edits for erasure in erasures):
+                logger.info("%s: a checkpoint folded before a purge is not stored", tape)
+                return None  # folded before a purge: it may hold what the purge erased
+            return TapeEntry.anchor(CHECKPOINT_ANCHOR, state)
+
+        return await self._append_entry(tape, checkpoint)
 
     # -- writing -----------------------------------------------------------------
 
-    async def append(self, snapshot: Snapshot) -> None:
-        """Append one snapshot to its tape's sidecar.
+    async def append(self, snapshot: Snapshot, *, memory: MemoryGraph | None = None) -> Snapshot:
+        """Append one snapshot to its tape's sidecar, without what a purge erased; return what was stored.
+
+        The erasures are read from the sidecar right before the write, under its write lock, so a
+        snapshot extracted before a purge, or by another worker, is stored as if extracted after it.
+        ``memory``: the graph the snapshot was extracted against; its merges and relation rules
+        decide which stored relation a relation of the snapshot is.
 
         Raises:
             StoreError: the store refused the write (disk full, read-only, ...).
                 Nothing already stored is changed by a failed append.
         """
-        entry = TapeEntry.event(SNAPSHOT_EVENT, snapshot_payload(snapshot), schema=snapshot.schema_version)
-        await self._append_entry(memory_tape_name(snapshot.tape), entry)
+        canonical: Callable[[Relation], RelationKey] = (
+            (lambda r: memory.relation_key(r.source, r.type, r.target))
+            if memory is not None
+            else (lambda r: (r.source, r.type, r.target))
+        )
+        resolve: Callable[[str], str] = memory.resolve if memory is not None else (lambda key: key)
+        stored = snapshot
+
+        def entry(erasures: Sequence[Edit]) -> TapeEntry:
+            nonlocal stored
+            if erasures:
+                stored = EditBook(erasures).erase(snapshot, canonical, resolve)
+            return TapeEntry.event(SNAPSHOT_EVENT, snapshot_payload(stored), schema=stored.schema_version)
+
+        await self._append_entry(snapshot.tape, entry)
+        return stored
 
     async def append_edit(self, edit: Edit) -> None:
         """Append one edit to its tape's sidecar: every later fold, in any process, applies it.
 
         Raises:
+            EditError: the edit undoes an erasure (a purged forget cannot be undone).
             StoreError: the store refused the write.
         """
-        entry = TapeEntry.event(EDIT_EVENT, edit_payload(edit), schema=edit.schema_version)
-        await self._append_entry(memory_tape_name(edit.tape), entry)
 
-    async def _append_entry(self, sidecar: str, entry: TapeEntry) -> None:
+        def entry(erasures: Sequence[Edit]) -> TapeEntry:
+            if edit.op == "undo" and edit.undoes in {e.id for e in erasures}:
+                raise EditError(f"edit {edit.undoes} is a purged forget: an erasure cannot be undone")
+            return TapeEntry.event(EDIT_EVENT, edit_payload(edit), schema=edit.schema_version)
+
+        await self._append_entry(edit.tape, entry)
+
+    async def _append_entry(self, tape: str, make: Callable[[Sequence[Edit]], TapeEntry | None]) -> bool:
+        """Write the entry ``make`` builds from the sidecar's erasures, read under its write lock
+        (None: write nothing); whether one was written."""
+        sidecar = memory_tape_name(tape)
         if self.directory is not None:
-            await asyncio.to_thread(self._append_file, sidecar, entry)
-            return
+            return await asyncio.to_thread(self._append_file, tape, sidecar, make)
+        async with sidecar_lock(self.store, None, sidecar):
+            erasures = await read_erasures(self.store, None, sidecar)
+            self.erasures_read[tape] = tuple(erasures)
+            entry = make(erasures)
+            if entry is None:
+                return False
+            await self.write_locked(sidecar, entry)
+        return True
+
+    async def write_locked(self, sidecar: str, entry: TapeEntry) -> None:
+        """Append ``entry`` to ``sidecar`` as it is: the caller holds the sidecar's write lock and
+        applied the erasure rule (a purge recording its erasure). Not for bub's file store."""
         try:
             if is_async_tape_store(self.store):
                 await self.store.append(sidecar, entry)
             else:
                 await asyncio.to_thread(self.store.append, sidecar, entry)
         except Exception as exc:
-            raise StoreError(f"cannot append snapshot to {sidecar}: {exc}") from exc
+            raise StoreError(f"cannot append to {sidecar}: {exc}") from exc
 
-    def _append_file(self, sidecar: str, entry: TapeEntry) -> None:
+    def _append_file(
+        self, tape: str, sidecar: str, make: Callable[[Sequence[Edit]], TapeEntry | None]
+    ) -> bool:
         assert self.directory is not None
         path = self.directory / f"{sidecar}.jsonl"
         try:
             with file_lock(path.with_name(path.name + ".lock")):
-                # One descriptor for the whole append: creates the file user-only, checks
-                # the last byte, and fsyncs what bub's store wrote (same file, same inode).
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
-                try:
-                    size = os.fstat(fd).st_size
-                    if size and os.pread(fd, 1, size - 1) != b"\n":
-                        repair_torn_tail(path)
-                    self._file_store().append(sidecar, entry)
-                    if self.fsync:
-                        os.fsync(fd)
-                finally:
-                    os.close(fd)
+                erasures = file_erasures(path)
+                self.erasures_read[tape] = erasures
+                entry = make(erasures)
+                if entry is None:
+                    return False
+                self.append_file_locked(path, entry)
         except OSError as exc:
-            raise StoreError(f"cannot append snapshot to {path}: {_describe(exc)}") from exc
+            raise StoreError(f"cannot append to {path}: {_describe(exc)}") from exc
+        return True
+
+    def append_file_locked(self, path: Path, entry: TapeEntry) -> None:
+        """Append ``entry`` to the sidecar file ``path`` of bub's file store, under its lock (held
+        by the caller): creates the file user-only, cuts a torn tail off first, fsyncs."""
+        # One descriptor for the whole append: creates the file user-only, checks
+        # the last byte, and fsyncs what bub's store wrote (same file, same inode).
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, _FILE_MODE)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                repair_torn_tail(path)
+            self._file_store().append(path.name.removesuffix(".jsonl"), entry)
+            if self.fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def _file_store(self) -> FileTapeStore:
         inner = getattr(self.store, "_store", self.store)
