@@ -81,7 +81,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from benchmarks.common import FIXTURES
-    from bub_semantic_memory.evals.dataset import load_fixtures
+    from bub_semantic_memory.evals import load_fixtures
     from bub_semantic_memory.testing import (
         CHAT_COMPLETIONS_PATH,
         FakeOpenAIServer,

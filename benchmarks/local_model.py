@@ -26,7 +26,7 @@ from typing import Any
 from rich.console import Console
 
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._prompts import PromptLibrary

@@ -26,7 +26,7 @@ from benchmarks.synthetic import BENCH_PROMPT_REF, make_memory, make_queries
 from bub_semantic_memory._models import Entity, Relation, Snapshot, normalize_name
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.evals.dataset import Fixture, Gold, Question, load_fixtures
+from bub_semantic_memory.evals import Fixture, Gold, Question, load_fixtures
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.memory._render import render_memory

@@ -37,7 +37,7 @@ from pathlib import Path
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table
 from benchmarks.redaction_baseline import PatternListRedactor
 from benchmarks.synthetic import make_tape
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
 

@@ -13,7 +13,7 @@ import pytest
 from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory.backends._local_models import REGISTRY
 from bub_semantic_memory.backends._transport import BackendTraits, OpenAIBackend
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.tape._transcript import render_transcript
@@ -34,7 +34,9 @@ class GrammarConstrained(OpenAIBackend):
 
 
 @pytest.mark.parametrize("fixture_id", ["aliases-robert-goes-by-bob", "temporal-moved-berlin-to-lisbon"])
-async def test_a_local_class_extraction_stores_evidence_for_every_entity_and_relation(fixture_id: str) -> None:
+async def test_a_local_class_extraction_stores_evidence_for_every_entity_and_relation(
+    fixture_id: str,
+) -> None:
     (fixture,) = load_fixtures(REPO / "evals" / "fixtures", ids=[fixture_id])
     oracle = SchemaFollowingOracle(OracleResponder.from_golds([fixture.gold]))  # answers carry no evidence
     with FakeOpenAIServer(responder=oracle) as server:

@@ -21,7 +21,7 @@ from bub_semantic_memory._errors import ConfigurationError
 from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory.backends._local import INSTALL_HINT, AlignedPrefixReuse, LocalBackend
 from bub_semantic_memory.cli import app
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.tape._transcript import render_transcript

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, SchemaFollowingOracle

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from bub_semantic_memory._errors import ConfigurationError
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.tape._redact import DEFAULT_PATTERNS, OwnPattern, Redactor
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from tests.conftest import REPO
@@ -62,7 +62,7 @@ def test_redaction_catches_the_free_text_aws_secret_of_issue_18() -> None:
 
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda f: f.id)
 def test_redaction_keeps_every_gold_name_and_attribute_of_the_fixture(fixture: object) -> None:
-    from bub_semantic_memory.evals.dataset import Fixture
+    from bub_semantic_memory.evals import Fixture
 
     assert isinstance(fixture, Fixture)
     plain = render_transcript(fixture.entries()).text()

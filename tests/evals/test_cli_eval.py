@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.evals.report import load_report
 from bub_semantic_memory.evals.scoring import PRF
 from bub_semantic_memory.extraction._prompts import PromptLibrary
@@ -538,7 +538,7 @@ def test_score_prints_the_relation_diagnostics_beside_the_strict_scores(tmp_path
 
 
 def test_rescore_scores_a_saved_report_on_the_current_gold_and_keeps_its_predictions(tmp_path: Path) -> None:
-    from bub_semantic_memory.evals.dataset import Prediction
+    from bub_semantic_memory.evals import Prediction
     from bub_semantic_memory.evals.render import write_report_files
     from bub_semantic_memory.evals.report import FixtureResult, Metrics, PromptRun, Report
     from bub_semantic_memory.evals.scoring import PRF

@@ -11,6 +11,7 @@ from benchmarks.budget_tape import budget_fixture_files
 
 from bub_semantic_memory._errors import GateError
 from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.evals import Fixture, load_fixtures
 from bub_semantic_memory.evals.cost import (
     BUDGET_TAPE,
     BUDGETS,
@@ -21,7 +22,6 @@ from bub_semantic_memory.evals.cost import (
     measure_cost,
     over_budget,
 )
-from bub_semantic_memory.evals.dataset import Fixture, load_fixtures
 from bub_semantic_memory.evals.gate import promote
 from bub_semantic_memory.evals.runner import RunOptions
 from bub_semantic_memory.extraction._config import ExtractorConfig

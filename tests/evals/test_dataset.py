@@ -68,7 +68,7 @@ def test_tapes_are_read_only_when_asked(dataset: Path, monkeypatch: pytest.Monke
         raise AssertionError(f"read {path} at load time")
 
     with monkeypatch.context() as patch:
-        patch.setattr("bub_semantic_memory.evals.dataset.read_tape_file", refuse)
+        patch.setattr("bub_semantic_memory.evals._dataset.read_tape_file", refuse)
         fixtures = load_fixtures(dataset)
     first = fixtures[0]
     first.tape_path.write_bytes(TAPE.split(b"\n", 1)[0] + b"\n")
@@ -192,7 +192,7 @@ def test_the_evals_package_imports_neither_bub_nor_the_cli_or_plugin() -> None:
 
 
 def test_a_question_has_accepted_forms_a_category_and_evidence() -> None:
-    from bub_semantic_memory.evals.dataset import Question
+    from bub_semantic_memory.evals import Question
 
     question = Question(
         question="Who fixed the build?",
@@ -214,7 +214,7 @@ def test_a_question_has_accepted_forms_a_category_and_evidence() -> None:
 
 
 def test_an_unanswerable_question_has_no_evidence_and_evidence_ids_start_at_one() -> None:
-    from bub_semantic_memory.evals.dataset import Question
+    from bub_semantic_memory.evals import Question
 
     with pytest.raises(ValueError, match="an unanswerable question has no evidence"):
         Question(question="How old is Bob?", answer="unknown", category="unanswerable", evidence=[5])

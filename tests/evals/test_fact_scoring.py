@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from bub_semantic_memory.evals import Gold, GoldEntity, Prediction, score_dataset, score_fixture
-from bub_semantic_memory.evals.dataset import GoldFact
+from bub_semantic_memory.evals import Gold, GoldEntity, GoldFact, Prediction, score_dataset, score_fixture
 
 GOLD = Gold(
     id="f",

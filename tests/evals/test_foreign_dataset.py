@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.cli import app
-from bub_semantic_memory.evals.dataset import Gold, GoldEntity, GoldRelation, Prediction, load_fixtures
+from bub_semantic_memory.evals import Gold, GoldEntity, GoldRelation, Prediction, load_fixtures
 from bub_semantic_memory.evals.importer import import_conversations
 from bub_semantic_memory.evals.labels import (
     LabelMap,

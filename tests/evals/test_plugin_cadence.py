@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bub_semantic_memory.evals.dataset import Fixture, load_fixtures
+from bub_semantic_memory.evals import Fixture, load_fixtures
 from bub_semantic_memory.evals.render import to_markdown
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.extraction._config import ExtractorConfig

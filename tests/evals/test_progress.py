@@ -16,7 +16,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app
-from bub_semantic_memory.evals.dataset import Prediction
+from bub_semantic_memory.evals import Prediction
 from bub_semantic_memory.evals.progress import RunProgress, format_duration
 from bub_semantic_memory.evals.report import FixtureResult
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, delay_reply, tool_call_reply
@@ -89,7 +89,7 @@ def test_disabled_progress_says_nothing() -> None:
 
 
 def test_eval_run_reports_every_fixture_on_stderr_and_keeps_stdout_for_results(tmp_path: Path) -> None:
-    from bub_semantic_memory.evals.dataset import load_fixtures
+    from bub_semantic_memory.evals import load_fixtures
 
     quick = load_fixtures(FIXTURES, tags=["quick"])
     with FakeOpenAIServer(responder=OracleResponder.from_golds(f.gold for f in quick)) as server:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot
+from bub_semantic_memory.evals import Fixture, Gold, GoldEntity, GoldRelation, Question, load_fixtures
 from bub_semantic_memory.evals.contexts import (
     bm25_context,
     full_context,
@@ -17,7 +18,6 @@ from bub_semantic_memory.evals.contexts import (
     snapshots_of,
     tape_search_context,
 )
-from bub_semantic_memory.evals.dataset import Fixture, Gold, GoldEntity, GoldRelation, Question, load_fixtures
 from bub_semantic_memory.evals.qa import QAOptions, contains_answer, judge, run_qa
 from bub_semantic_memory.evals.qa_report import LONG, Rate, _pct_with_interval, to_markdown
 from bub_semantic_memory.extraction._prompts import PromptLibrary

@@ -13,8 +13,7 @@ from datetime import datetime
 
 import pytest
 
-from bub_semantic_memory.evals import Fixture, load_fixtures
-from bub_semantic_memory.evals.dataset import UNKNOWN, QuestionCategory
+from bub_semantic_memory.evals import UNKNOWN, Fixture, QuestionCategory, load_fixtures
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from tests.conftest import REPO
 

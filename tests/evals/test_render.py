@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bub_semantic_memory._models import Usage
-from bub_semantic_memory.evals.dataset import Prediction
+from bub_semantic_memory.evals import Prediction
 from bub_semantic_memory.evals.render import (
     comparison_table,
     fixture_table,

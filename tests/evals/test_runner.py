@@ -10,7 +10,7 @@ import pytest
 
 from bub_semantic_memory._errors import GateError
 from bub_semantic_memory.backends._transport import BackendTraits, OpenAIBackend, RetryPolicy
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.evals.gate import check_gate, promote
 from bub_semantic_memory.evals.report import Report
 from bub_semantic_memory.evals.runner import RunOptions, run_eval

@@ -16,7 +16,7 @@ from bub.store import FileTapeStore
 from bub_semantic_memory import _errors as errors
 from bub_semantic_memory._errors import ExtractionError, OutputTruncatedError, TransportError
 from bub_semantic_memory._models import Snapshot, entity_key
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.stores._store import SnapshotStore

@@ -7,7 +7,7 @@ bub turn are counted in ``test_security.py``.
 
 from __future__ import annotations
 
-from bub_semantic_memory.evals.dataset import load_fixtures
+from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from tests.conftest import REPO
@@ -80,6 +80,4 @@ def test_the_measured_block_is_carried_over_or_asked_for() -> None:
     assert measured_block("redaction-cost", previous) == (
         "<!-- measured:redaction-cost -->\n| 1 | 2 |\n<!-- /measured:redaction-cost -->"
     )
-    assert "Not measured yet: run `python -m benchmarks.redaction" in measured_block(
-        "redaction-cost", ""
-    )
+    assert "Not measured yet: run `python -m benchmarks.redaction" in measured_block("redaction-cost", "")

@@ -12,7 +12,7 @@ from bub_semantic_memory.cli._common import API_KEY_ENV, print_table, stderr, st
 from bub_semantic_memory.extraction._config import ExtractorConfig, default_bounds
 
 if TYPE_CHECKING:
-    from bub_semantic_memory.evals.dataset import Fixture
+    from bub_semantic_memory.evals import Fixture
     from bub_semantic_memory.evals.report import Report
 
 _DEFAULT = default_bounds()
@@ -76,7 +76,7 @@ def extractor_config(params: Mapping[str, Any] | None = None, /, **options: Any)
 
 def load_selected(directory: Path, tags: list[str], ids: list[str]) -> list[Fixture]:
     """The fixtures of ``directory`` that ``--tag`` and ``--fixture`` select."""
-    from bub_semantic_memory.evals.dataset import load_fixtures
+    from bub_semantic_memory.evals import load_fixtures
 
     return load_fixtures(directory, tags=tags, ids=ids)
 

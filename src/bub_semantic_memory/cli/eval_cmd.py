@@ -22,7 +22,7 @@ from bub_semantic_memory.cli._common import (
 
 if TYPE_CHECKING:
     from bub_semantic_memory._ontology import Ontology
-    from bub_semantic_memory.evals.dataset import Fixture
+    from bub_semantic_memory.evals import Fixture
     from bub_semantic_memory.evals.labels import LabelMap
     from bub_semantic_memory.evals.report import Report
 
@@ -191,7 +191,7 @@ def score(
     """
     from rich.table import Table
 
-    from bub_semantic_memory.evals.dataset import load_predictions
+    from bub_semantic_memory.evals import load_predictions
     from bub_semantic_memory.evals.labels import scoring_config
     from bub_semantic_memory.evals.render import UNDEFINED
     from bub_semantic_memory.evals.scoring import PRF, Recall, RelationMisses, score_dataset
@@ -311,7 +311,7 @@ def rescore(
     when it has one); metrics and comparisons are recomputed, everything else the runs recorded
     is kept. The report says when it was re-scored and on which dataset.
     """
-    from bub_semantic_memory.evals.dataset import load_fixtures
+    from bub_semantic_memory.evals import load_fixtures
     from bub_semantic_memory.evals.labels import load_label_map, scoring_config
     from bub_semantic_memory.evals.report import PromptRun, load_report
     from bub_semantic_memory.evals.rescore import rescore_report

@@ -1,6 +1,6 @@
 """The eval harness: fixtures with gold, importing conversations as fixtures, scoring.
 
-* :mod:`~bub_semantic_memory.evals.dataset`: fixture directories (a Bub tape plus
+* :mod:`~bub_semantic_memory.evals._dataset`: fixture directories (a Bub tape plus
   ``gold.json``), prediction files, the dataset hash;
 * :mod:`~bub_semantic_memory.evals.importer`: plain annotated conversations (JSONL)
   to fixture directories with realistic Bub tapes;
@@ -14,15 +14,20 @@ Nothing here imports bub, the CLI or the plugin.
 
 from __future__ import annotations
 
-from bub_semantic_memory.evals.dataset import (
+from bub_semantic_memory.evals._dataset import (
+    FACTS_FILE,
     GOLD_FILE,
     TAPE_FILE,
+    UNKNOWN,
     Fixture,
     Gold,
     GoldEntity,
+    GoldFact,
+    GoldFacts,
     GoldRelation,
     Prediction,
     Question,
+    QuestionCategory,
     dataset_hash,
     load_fixtures,
     load_predictions,
@@ -39,19 +44,24 @@ from bub_semantic_memory.evals.scoring import (
 )
 
 __all__ = [
+    "FACTS_FILE",
     "GOLD_FILE",
     "PRF",
     "TAPE_FILE",
+    "UNKNOWN",
     "DatasetScore",
     "Fixture",
     "FixtureIssues",
     "FixtureScore",
     "Gold",
     "GoldEntity",
+    "GoldFact",
+    "GoldFacts",
     "GoldRelation",
     "ImportReport",
     "Prediction",
     "Question",
+    "QuestionCategory",
     "ScoringConfig",
     "dataset_hash",
     "import_conversations",

@@ -35,7 +35,7 @@ from typing import Any
 from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot, Usage
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.evals.dataset import Gold, GoldFact, Prediction
+from bub_semantic_memory.evals._dataset import Gold, GoldFact, Prediction
 from bub_semantic_memory.tape._transcript import Entry, Transcript, render_transcript
 
 __all__ = [

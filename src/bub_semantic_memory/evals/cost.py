@@ -31,7 +31,7 @@ from pathlib import Path
 from bub_semantic_memory._errors import EvalError
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.backends._transport import ModelClass
-from bub_semantic_memory.evals.dataset import Fixture
+from bub_semantic_memory.evals._dataset import Fixture
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptTemplate
@@ -70,7 +70,7 @@ def load_budget_session(evals_dir: Path = BUDGET_TAPE.parents[1]) -> Fixture:
     Raises:
         FixtureError: it is missing or malformed.
     """
-    from bub_semantic_memory.evals.dataset import load_fixtures
+    from bub_semantic_memory.evals._dataset import load_fixtures
 
     directory = evals_dir / BUDGET_TAPE.relative_to(BUDGET_TAPE.parents[1])
     return load_fixtures(directory.parent, ids=[directory.name])[0]

@@ -30,8 +30,8 @@ from rich.console import Console
 from bub_semantic_memory._errors import GateError
 from bub_semantic_memory.backends._specs import model_class_of
 from bub_semantic_memory.backends._transport import ModelClass
+from bub_semantic_memory.evals._dataset import Fixture
 from bub_semantic_memory.evals.cost import BUDGETS, Cost, load_budget_session, measure_cost, over_budget
-from bub_semantic_memory.evals.dataset import Fixture
 from bub_semantic_memory.evals.report import Comparison, PromptRun, Report
 from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.extraction._prompts import Promotion, PromptLibrary, PromptTemplate

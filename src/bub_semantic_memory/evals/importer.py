@@ -31,7 +31,7 @@ A source question names the turns that state its answer (``evidence_turns``, 0-b
 indices into ``turns``); the gold gets the ids of those turns' entries as ``evidence``
 (a user or assistant message, a tool call, or the tool result entry that holds a tool
 turn's text). Entry ids are the importer's to assign, so a source never gives ``evidence``.
-A source fact (:class:`~bub_semantic_memory.evals.dataset.GoldFact`) names its turns the same
+A source fact (:class:`~bub_semantic_memory.evals.GoldFact`) names its turns the same
 way, and must name at least one; a conversation with facts also gets ``<out>/<id>/facts.json``
 (and one without loses a ``facts.json`` left from an earlier import).
 
@@ -65,7 +65,7 @@ from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.evals.dataset import (
+from bub_semantic_memory.evals._dataset import (
     FACTS_FILE,
     GOLD_FILE,
     TAPE_FILE,

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.evals.dataset import Gold, describe_validation_error
+from bub_semantic_memory.evals._dataset import Gold, describe_validation_error
 from bub_semantic_memory.evals.scoring import ScoringConfig
 
 __all__ = [

@@ -65,7 +65,7 @@ from pydantic import (
 )
 
 from bub_semantic_memory._errors import FixtureError
-from bub_semantic_memory.evals.dataset import (
+from bub_semantic_memory.evals._dataset import (
     UNKNOWN,
     Gold,
     Question,
@@ -95,7 +95,7 @@ CATEGORIES: dict[int, QuestionCategory] = {
     4: "single-hop",
     5: "unanswerable",
 }
-"""LoCoMo's question categories and the categories of :class:`~bub_semantic_memory.evals.dataset.Question`."""
+"""LoCoMo's question categories and the categories of :class:`~bub_semantic_memory.evals.Question`."""
 
 _SECOND = timedelta(seconds=1)
 _SESSION_KEY = re.compile(r"session_(\d+)")

@@ -36,6 +36,7 @@ from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.backends._transport import CallLedger, ChatBackend, RetryPolicy, send_with_retries
+from bub_semantic_memory.evals._dataset import UNKNOWN, Fixture, Question
 from bub_semantic_memory.evals.contexts import (
     ALL_CONDITIONS,
     CONDITIONS,
@@ -50,7 +51,6 @@ from bub_semantic_memory.evals.contexts import (
     snapshots_of,
     tape_search_context,
 )
-from bub_semantic_memory.evals.dataset import UNKNOWN, Fixture, Question
 from bub_semantic_memory.evals.distractors import make_memory
 from bub_semantic_memory.evals.qa_report import LONG_TAPE_TURNS, QAItem, QAOutcome, QAReport
 from bub_semantic_memory.tape._transcript import Entry

@@ -26,7 +26,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from bub_semantic_memory._models import Snapshot, Usage
-from bub_semantic_memory.evals.dataset import Prediction
+from bub_semantic_memory.evals._dataset import Prediction
 from bub_semantic_memory.evals.scoring import (
     PRF,
     FixtureDiff,

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bub_semantic_memory._errors import EvalError
-from bub_semantic_memory.evals.dataset import Fixture, dataset_hash
+from bub_semantic_memory.evals._dataset import Fixture, dataset_hash
 from bub_semantic_memory.evals.report import PromptRun, Report, compare_runs, run_metrics
 from bub_semantic_memory.evals.scoring import ScoringConfig, score_fixture
 

@@ -27,8 +27,7 @@ from bub_semantic_memory._models import Snapshot, Usage
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.backends._specs import model_note
 from bub_semantic_memory.backends._transport import ChatBackend
-from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key, extraction_code_sha256
-from bub_semantic_memory.evals.dataset import (
+from bub_semantic_memory.evals._dataset import (
     Fixture,
     GoldEntity,
     GoldFact,
@@ -36,6 +35,7 @@ from bub_semantic_memory.evals.dataset import (
     Prediction,
     dataset_hash,
 )
+from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key, extraction_code_sha256
 from bub_semantic_memory.evals.labels import LabelMap, ontology_sha256, scoring_config
 from bub_semantic_memory.evals.progress import RunProgress
 from bub_semantic_memory.evals.report import (
