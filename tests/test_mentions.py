@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.evals.importer import import_conversations
+from bub_semantic_memory.evals.importers import import_conversations
 from bub_semantic_memory.extraction._responses import build_response_model
 from bub_semantic_memory.extraction._validation import ValidationScope
 from bub_semantic_memory.tape._transcript import Transcript

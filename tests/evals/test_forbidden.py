@@ -14,7 +14,7 @@ from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.backends._transport import RetryPolicy
 from bub_semantic_memory.evals import Fixture, Gold, GoldEntity, Prediction, load_fixtures
 from bub_semantic_memory.evals.gate import check_gate
-from bub_semantic_memory.evals.importer import ImportReport, import_conversations
+from bub_semantic_memory.evals.importers import ImportReport, import_conversations
 from bub_semantic_memory.evals.render import to_markdown
 from bub_semantic_memory.evals.report import Report
 from bub_semantic_memory.evals.runner import RunOptions, run_eval

@@ -19,7 +19,7 @@ from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.evals import Gold, GoldEntity, GoldRelation, Prediction, load_fixtures
-from bub_semantic_memory.evals.importer import import_conversations
+from bub_semantic_memory.evals.importers import import_conversations
 from bub_semantic_memory.evals.labels import (
     LabelMap,
     check_label_space,

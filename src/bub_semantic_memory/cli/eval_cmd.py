@@ -353,7 +353,7 @@ def import_fixtures(
     the others are written. Gold is checked against out/ontology.yaml when there is one,
     else against the ontology of --prompt (the promoted version by default).
     """
-    from bub_semantic_memory.evals.importer import import_conversations
+    from bub_semantic_memory.evals.importers import import_conversations
     from bub_semantic_memory.evals.labels import load_dataset_ontology
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
@@ -385,7 +385,7 @@ def import_locomo_fixtures(
     with a warning saying where and why. The ids written go to stdout, one per line;
     warnings and the counts to stderr.
     """
-    from bub_semantic_memory.evals.locomo import import_locomo
+    from bub_semantic_memory.evals.importers import import_locomo
 
     report = import_locomo(source, out, strict=strict)
     for warning in report.warnings:

@@ -2,10 +2,9 @@
 
 * :mod:`~bub_semantic_memory.evals._dataset`: fixture directories (a Bub tape plus
   ``gold.json``), prediction files, the dataset hash;
-* :mod:`~bub_semantic_memory.evals.importer`: plain annotated conversations (JSONL)
-  to fixture directories with realistic Bub tapes;
-* :mod:`~bub_semantic_memory.evals.locomo`: conversations in the LoCoMo benchmark's layout
-  (dated sessions between two people, with questions) to fixtures;
+* :mod:`~bub_semantic_memory.evals.importers`: plain annotated conversations (JSONL), and
+  conversations in the LoCoMo benchmark's layout (dated sessions between two people, with
+  questions), to fixture directories with realistic Bub tapes;
 * :mod:`~bub_semantic_memory.evals.scoring`: one-to-one alignment of predictions with
   gold and micro-averaged precision, recall and F1.
 
@@ -32,8 +31,12 @@ from bub_semantic_memory.evals._dataset import (
     load_fixtures,
     load_predictions,
 )
-from bub_semantic_memory.evals.importer import FixtureIssues, ImportReport, import_conversations
-from bub_semantic_memory.evals.locomo import import_locomo
+from bub_semantic_memory.evals.importers import (
+    FixtureIssues,
+    ImportReport,
+    import_conversations,
+    import_locomo,
+)
 from bub_semantic_memory.evals.scoring import (
     PRF,
     DatasetScore,

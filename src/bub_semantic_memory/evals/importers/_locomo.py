@@ -15,7 +15,7 @@ apart, with questions about them. Its file is one JSON array of samples::
       "event_summary": {...}, "observation": {...}, "session_summary": {...}}]
 
 :func:`import_locomo` writes each sample as the fixture ``locomo-<sample_id>`` through the
-plain-conversation importer's :class:`~bub_semantic_memory.evals.importer.TapeBuilder`:
+plain-conversation importer's :class:`~bub_semantic_memory.evals.importers._plain.TapeBuilder`:
 
 * **Both speakers are senders.** The tape is an agent's record of a conversation between two
   people, so every turn is a user message with bub's ``sender_id=<speaker>`` header (as in the
@@ -72,7 +72,7 @@ from bub_semantic_memory.evals._dataset import (
     QuestionCategory,
     describe_validation_error,
 )
-from bub_semantic_memory.evals.importer import (
+from bub_semantic_memory.evals.importers._plain import (
     ConvertedFixture,
     FixtureIssues,
     ImportReport,
