@@ -219,7 +219,7 @@ class PromptRef(BaseModel):
     """Which prompt file produced a snapshot: name, version and the file's sha256.
 
     ``ontology_sha256`` is set when an eval replaced the prompt's ontology with a
-    dataset's (see :mod:`bub_semantic_memory.evals.labels`): the replacement's hash.
+    dataset's (see :mod:`bub_semantic_memory.evals.extraction`): the replacement's hash.
     """
 
     model_config = ConfigDict(frozen=True)

@@ -16,7 +16,7 @@ from bub_semantic_memory.evals import (
     load_fixtures,
     load_predictions,
 )
-from bub_semantic_memory.evals.scoring import ScoringConfig, score_fixture
+from bub_semantic_memory.evals.extraction import ScoringConfig, score_fixture
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from tests.conftest import DATA, REPO
 

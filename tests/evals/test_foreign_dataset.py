@@ -19,17 +19,18 @@ from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.evals import Gold, GoldEntity, GoldRelation, Prediction, load_fixtures
-from bub_semantic_memory.evals.importers import import_conversations
-from bub_semantic_memory.evals.labels import (
+from bub_semantic_memory.evals.extraction import (
     LabelMap,
     check_label_space,
     load_dataset_ontology,
     load_label_map,
     ontology_sha256,
+    score_dataset,
+    score_fixture,
     scoring_config,
 )
+from bub_semantic_memory.evals.importers import import_conversations
 from bub_semantic_memory.evals.report import load_report
-from bub_semantic_memory.evals.scoring import score_dataset, score_fixture
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
 from tests.conftest import REPO

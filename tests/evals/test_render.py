@@ -9,6 +9,7 @@ from rich.table import Table
 
 from bub_semantic_memory._models import Usage
 from bub_semantic_memory.evals import Prediction
+from bub_semantic_memory.evals.extraction import PRF, Recall, RelationMisses
 from bub_semantic_memory.evals.render import (
     comparison_table,
     fixture_table,
@@ -18,7 +19,6 @@ from bub_semantic_memory.evals.render import (
     write_report_files,
 )
 from bub_semantic_memory.evals.report import Comparison, FixtureResult, Metrics, PromptRun, Report
-from bub_semantic_memory.evals.scoring import PRF, Recall, RelationMisses
 
 CREATED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 INJECTION = "<script>alert(1)</script>"

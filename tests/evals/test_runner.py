@@ -236,8 +236,8 @@ async def test_a_failing_fixture_is_recorded_and_the_run_goes_on(tmp_path: Path)
 
 
 def test_the_gate_refuses_a_regression_beyond_the_tolerance() -> None:
+    from bub_semantic_memory.evals.extraction import PRF
     from bub_semantic_memory.evals.report import Metrics, PromptRun
-    from bub_semantic_memory.evals.scoring import PRF
 
     def run(name: str, entity_tp: int, relation_tp: int) -> PromptRun:
         metrics = Metrics(
@@ -261,8 +261,8 @@ def test_the_gate_refuses_a_regression_beyond_the_tolerance() -> None:
 
 
 def test_the_gate_refuses_a_candidate_that_costs_much_more_without_a_clear_gain() -> None:
+    from bub_semantic_memory.evals.extraction import PRF
     from bub_semantic_memory.evals.report import Comparison, Metrics, PromptRun
-    from bub_semantic_memory.evals.scoring import PRF
 
     def run(name: str, prompt_tokens: int, entity_tp: int = 8) -> PromptRun:
         metrics = Metrics(

@@ -17,7 +17,7 @@ from bub_semantic_memory.evals import (
     score_dataset,
     score_fixture,
 )
-from bub_semantic_memory.evals.matching import min_cost_matching
+from bub_semantic_memory.evals.extraction._matching import min_cost_matching
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from tests.conftest import REPO
 

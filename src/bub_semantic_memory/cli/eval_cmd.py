@@ -23,7 +23,7 @@ from bub_semantic_memory.cli._common import (
 if TYPE_CHECKING:
     from bub_semantic_memory._ontology import Ontology
     from bub_semantic_memory.evals import Fixture
-    from bub_semantic_memory.evals.labels import LabelMap
+    from bub_semantic_memory.evals.extraction import LabelMap
     from bub_semantic_memory.evals.report import Report
 
 app = new_app("Score extraction against gold fixtures, run prompt versions, compare runs.")
@@ -56,7 +56,7 @@ def _synonyms(path: Path | None) -> dict[str, str]:
 
 def _label_space(selected: list[Fixture], ontology: Ontology, label_map_path: Path | None) -> LabelMap | None:
     """Read the label map and warn, before anything runs, about gold the run cannot score."""
-    from bub_semantic_memory.evals.labels import check_label_space, load_label_map
+    from bub_semantic_memory.evals.extraction import check_label_space, load_label_map
 
     label_map = load_label_map(label_map_path) if label_map_path is not None else None
     for line in check_label_space((f.gold for f in selected), ontology, label_map).lines():
@@ -65,7 +65,7 @@ def _label_space(selected: list[Fixture], ontology: Ontology, label_map_path: Pa
 
 
 def _dataset_ontology(fixtures: Path) -> Ontology | None:
-    from bub_semantic_memory.evals.labels import DATASET_ONTOLOGY_FILE, load_dataset_ontology
+    from bub_semantic_memory.evals.extraction import DATASET_ONTOLOGY_FILE, load_dataset_ontology
 
     ontology = load_dataset_ontology(fixtures)
     if ontology is not None:
@@ -192,9 +192,14 @@ def score(
     from rich.table import Table
 
     from bub_semantic_memory.evals import load_predictions
-    from bub_semantic_memory.evals.labels import scoring_config
+    from bub_semantic_memory.evals.extraction import (
+        PRF,
+        Recall,
+        RelationMisses,
+        score_dataset,
+        scoring_config,
+    )
     from bub_semantic_memory.evals.render import UNDEFINED
-    from bub_semantic_memory.evals.scoring import PRF, Recall, RelationMisses, score_dataset
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     selected = opt.load_selected(fixtures, tags, ids)
@@ -312,10 +317,9 @@ def rescore(
     is kept. The report says when it was re-scored and on which dataset.
     """
     from bub_semantic_memory.evals import load_fixtures
-    from bub_semantic_memory.evals.labels import load_label_map, scoring_config
+    from bub_semantic_memory.evals.extraction import ScoringConfig, load_label_map, scoring_config
     from bub_semantic_memory.evals.report import PromptRun, load_report
     from bub_semantic_memory.evals.rescore import rescore_report
-    from bub_semantic_memory.evals.scoring import ScoringConfig
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     report = load_report(report_path)
@@ -353,8 +357,8 @@ def import_fixtures(
     the others are written. Gold is checked against out/ontology.yaml when there is one,
     else against the ontology of --prompt (the promoted version by default).
     """
+    from bub_semantic_memory.evals.extraction import load_dataset_ontology
     from bub_semantic_memory.evals.importers import import_conversations
-    from bub_semantic_memory.evals.labels import load_dataset_ontology
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     ontology = load_dataset_ontology(out) or PromptLibrary(prompts_dir).load(prompt).ontology

@@ -5,7 +5,7 @@
 * :mod:`~bub_semantic_memory.evals.importers`: plain annotated conversations (JSONL), and
   conversations in the LoCoMo benchmark's layout (dated sessions between two people, with
   questions), to fixture directories with realistic Bub tapes;
-* :mod:`~bub_semantic_memory.evals.scoring`: one-to-one alignment of predictions with
+* :mod:`~bub_semantic_memory.evals.extraction`: one-to-one alignment of predictions with
   gold and micro-averaged precision, recall and F1.
 
 Nothing here imports bub, the CLI or the plugin.
@@ -31,19 +31,19 @@ from bub_semantic_memory.evals._dataset import (
     load_fixtures,
     load_predictions,
 )
-from bub_semantic_memory.evals.importers import (
-    FixtureIssues,
-    ImportReport,
-    import_conversations,
-    import_locomo,
-)
-from bub_semantic_memory.evals.scoring import (
+from bub_semantic_memory.evals.extraction import (
     PRF,
     DatasetScore,
     FixtureScore,
     ScoringConfig,
     score_dataset,
     score_fixture,
+)
+from bub_semantic_memory.evals.importers import (
+    FixtureIssues,
+    ImportReport,
+    import_conversations,
+    import_locomo,
 )
 
 __all__ = [

@@ -25,10 +25,10 @@ percentages with deltas in percentage points. The two F1 deltas also carry the 9
 paired-bootstrap interval of the matching :class:`~bub_semantic_memory.evals.report.Comparison`.
 A comparison is "better" when its interval lies above 0, "worse" when below 0.
 
-An undefined score (``None``: nothing predicted, or no gold; see :mod:`.scoring`) is shown
-as "–", never coloured, and has no delta. Latency is measured only on fixtures extracted
-in this run: a fully cached run shows "from cache" instead, and token counts that come
-from the cache say so.
+An undefined score (``None``: nothing predicted, or no gold; see
+:mod:`~bub_semantic_memory.evals.extraction._scoring`) is shown as "–", never coloured, and
+has no delta. Latency is measured only on fixtures extracted in this run: a fully cached run
+shows "from cache" instead, and token counts that come from the cache say so.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ from bub_semantic_memory.evals.charts import (
     interval_panels,
     series_for,
 )
+from bub_semantic_memory.evals.extraction._scoring import PRF
 from bub_semantic_memory.evals.report import Comparison, FixtureResult, Metrics, PromptRun, Report
-from bub_semantic_memory.evals.scoring import PRF
 
 __all__ = [
     "comparison_table",
@@ -221,9 +221,10 @@ def _miss(metrics: Metrics, reason: Literal["no_endpoint", "unrelated", "mislabe
 
 
 def _diagnostic_rows() -> list[_SummaryRow]:
-    """Why relations are missed: on entities, on pairing or on labels (see :mod:`.scoring`).
+    """Why relations are missed: on entities, on pairing or on labels.
 
-    A report made before these existed shows "–" for them.
+    See :mod:`~bub_semantic_memory.evals.extraction._scoring`. A report made before these existed
+    shows "–" for them.
     """
 
     def lenient(metric: Literal["precision", "recall", "f1"]) -> Callable[[Metrics], float | None]:

@@ -9,10 +9,10 @@ can be compared later without re-running anything.
 Comparisons use a paired bootstrap over fixtures: resample fixture ids with
 replacement, recompute both runs' micro F1 on the same resample, and take the 2.5th
 and 97.5th percentiles of the difference (fixed seed, so reports are reproducible).
-An F1 can be undefined (see :mod:`.scoring`): when either run's F1 over all shared
-fixtures is undefined there is no delta and no interval (``None``); otherwise resamples
-in which either run's F1 is undefined (every drawn fixture has empty gold and an empty
-prediction) are left out of the interval.
+An F1 can be undefined (see :mod:`~bub_semantic_memory.evals.extraction._scoring`): when
+either run's F1 over all shared fixtures is undefined there is no delta and no interval
+(``None``); otherwise resamples in which either run's F1 is undefined (every drawn fixture
+has empty gold and an empty prediction) are left out of the interval.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field
 
 from bub_semantic_memory._models import Snapshot, Usage
 from bub_semantic_memory.evals._dataset import Prediction
-from bub_semantic_memory.evals.scoring import (
+from bub_semantic_memory.evals.extraction._scoring import (
     PRF,
     FixtureDiff,
     FixtureScore,

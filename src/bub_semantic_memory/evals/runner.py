@@ -36,7 +36,8 @@ from bub_semantic_memory.evals._dataset import (
     dataset_hash,
 )
 from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key, extraction_code_sha256
-from bub_semantic_memory.evals.labels import LabelMap, ontology_sha256, scoring_config
+from bub_semantic_memory.evals.extraction._labels import LabelMap, ontology_sha256, scoring_config
+from bub_semantic_memory.evals.extraction._scoring import FixtureScore, ScoringConfig, score_fixture
 from bub_semantic_memory.evals.progress import RunProgress
 from bub_semantic_memory.evals.report import (
     FixtureResult,
@@ -45,7 +46,6 @@ from bub_semantic_memory.evals.report import (
     compare_runs,
     run_metrics,
 )
-from bub_semantic_memory.evals.scoring import FixtureScore, ScoringConfig, score_fixture
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor

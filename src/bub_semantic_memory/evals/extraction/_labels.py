@@ -37,7 +37,7 @@ from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.evals._dataset import Gold, describe_validation_error
-from bub_semantic_memory.evals.scoring import ScoringConfig
+from bub_semantic_memory.evals.extraction._scoring import ScoringConfig
 
 __all__ = [
     "DATASET_ONTOLOGY_FILE",

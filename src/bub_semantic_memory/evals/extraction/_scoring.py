@@ -87,7 +87,7 @@ from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._statements import name_words, similarity
 from bub_semantic_memory.evals._dataset import Gold, GoldEntity, GoldFact, GoldRelation, Prediction
-from bub_semantic_memory.evals.matching import min_cost_matching
+from bub_semantic_memory.evals.extraction._matching import min_cost_matching
 
 __all__ = [
     "PRF",
