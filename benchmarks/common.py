@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from bub_semantic_memory.evals.report import percentile
+from bub_semantic_memory.evals.extraction import percentile
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 
 __all__ = [

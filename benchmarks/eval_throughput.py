@@ -24,7 +24,7 @@ from rich.console import Console
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
 from benchmarks.endpoint import EndpointProcess
 from bub_semantic_memory.evals import Fixture, load_fixtures
-from bub_semantic_memory.evals.runner import CachePolicy, RunOptions, run_eval
+from bub_semantic_memory.evals.extraction import CachePolicy, RunOptions, run_eval
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._prompts import PromptTemplate
 from bub_semantic_memory.tape._transcript import render_transcript

@@ -27,7 +27,7 @@ from rich.console import Console
 
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
 from bub_semantic_memory.evals import load_fixtures
-from bub_semantic_memory.evals.runner import RunOptions, run_eval
+from bub_semantic_memory.evals.extraction import RunOptions, run_eval
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.extraction._responses import Constraints, build_entities_model

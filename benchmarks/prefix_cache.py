@@ -15,7 +15,7 @@ previous request of the same caller: what a prefix cache can serve at best.
   from the session's facts, so the memory grows during the session.
 * **Extraction requests**, as a hosted provider bills them, for the version promoted for
   each model class (and the run's ``--prompt``): the promotion gate's own measurement,
-  :func:`bub_semantic_memory.evals.cost.measure_cost`, over the 200-turn session
+  :func:`bub_semantic_memory.evals.extraction._cost.measure_cost`, over the 200-turn session
   (``evals/budget/session-200``, the same synthetic tape), with the plugin's cadence. The
   hosted class's version must stay within the hosted budget (``--check`` fails CI when not).
 
@@ -39,7 +39,7 @@ from benchmarks.common import REPO, BenchConfig, Row, Section, Table, isolated_e
 from benchmarks.synthetic import SyntheticTape, make_tape
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.backends._transport import MODEL_CLASSES
-from bub_semantic_memory.evals.cost import (
+from bub_semantic_memory.evals.extraction import (
     BUDGETS,
     CACHED_PRICE,
     Cost,

@@ -38,7 +38,7 @@ from benchmarks.synthetic import SyntheticTape, make_tape
 from bub_semantic_memory._errors import ExtractionError
 from bub_semantic_memory._models import entity_key
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.evals.cost import billed_prompt
+from bub_semantic_memory.evals.extraction import billed_prompt
 from bub_semantic_memory.extraction._config import CallBounds, ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptTemplate

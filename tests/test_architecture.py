@@ -111,8 +111,8 @@ def test_the_source_tree_is_where_the_test_expects_it() -> None:
         "bub_semantic_memory.plugin._hooks",
         "bub_semantic_memory.cli._app",
     } <= set(graph)
-    # Deferred imports are found too: the CLI imports the eval runner inside a command.
-    assert "bub_semantic_memory.evals.runner" in {m for ms in graph.values() for m in ms}
+    # Deferred imports are found too: the CLI imports the extraction eval inside a command.
+    assert "bub_semantic_memory.evals.extraction" in {m for ms in graph.values() for m in ms}
 
 
 def forbidden_imports(graph: dict[str, set[str]]) -> list[str]:
@@ -135,11 +135,11 @@ def test_a_forbidden_import_is_reported() -> None:
             "bub_semantic_memory.plugin._hooks",
             "bub_semantic_memory._models",
         },
-        "bub_semantic_memory.evals.runner": {"bub_semantic_memory.cli._app"},
+        "bub_semantic_memory.evals.extraction._runner": {"bub_semantic_memory.cli._app"},
     }
     assert forbidden_imports(graph) == [
         "bub_semantic_memory.memory._graph (memory) imports bub_semantic_memory.plugin._hooks (plugin)",
-        "bub_semantic_memory.evals.runner (evals) imports bub_semantic_memory.cli._app (cli)",
+        "bub_semantic_memory.evals.extraction._runner (evals) imports bub_semantic_memory.cli._app (cli)",
     ]
 
 
@@ -299,7 +299,7 @@ BUB_IMPORTERS = {
     "plugin": "hooks, settings and tools",
     "bub_semantic_memory._home": "bub's home directory (packaged models, prompts written by an installed package)",
     "bub_semantic_memory.cli._common": "bub's file store for --tapes-dir",
-    "bub_semantic_memory.evals.replay": "bub's in-memory tape store: a tape replayed as the plugin extracts it",
+    "bub_semantic_memory.evals.extraction._replay": "bub's in-memory tape store: a tape replayed as the plugin extracts it",
     "bub_semantic_memory.evals.contexts": "bub's in-memory tape store: the QA contexts search a session's tape",
 }
 

@@ -17,7 +17,7 @@ from bub.tape import TapeEntry
 from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app, bub_app
-from bub_semantic_memory.evals.cache import ResponseCache
+from bub_semantic_memory.evals.extraction import ResponseCache
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.stores._store import SnapshotStore, memory_tape_name

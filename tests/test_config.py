@@ -23,7 +23,7 @@ from bub_semantic_memory.backends._transport import (
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.cli._options import extractor_config as cli_config
 from bub_semantic_memory.evals import load_fixtures
-from bub_semantic_memory.evals.runner import RunOptions, run_eval
+from bub_semantic_memory.evals.extraction import RunOptions, run_eval
 from bub_semantic_memory.extraction._config import CallBounds, ExtractorConfig, default_bounds
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.plugin import SemanticMemoryPlugin

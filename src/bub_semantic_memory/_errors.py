@@ -183,7 +183,7 @@ class GateError(EvalError):
     """A candidate prompt version failed the promotion gate.
 
     Attributes:
-        report: the eval report the gate decided on (an ``evals.report.Report``), so a
+        report: the eval report the gate decided on (an ``evals.extraction.Report``), so a
             refused candidate's run is not lost; None when no run was made.
     """
 

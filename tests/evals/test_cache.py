@@ -21,7 +21,7 @@ from bub_semantic_memory._errors import (
     ValidationExhaustedError,
 )
 from bub_semantic_memory._models import Entity, Snapshot, Usage
-from bub_semantic_memory.evals.cache import (
+from bub_semantic_memory.evals.extraction._cache import (
     CACHE_FORMAT,
     EXTRACTION_ENTRY,
     CachedFailure,

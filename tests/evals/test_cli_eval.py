@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.evals import load_fixtures
-from bub_semantic_memory.evals.extraction import PRF
-from bub_semantic_memory.evals.report import load_report
+from bub_semantic_memory.evals.extraction import PRF, load_report
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.tape import render_transcript
 from bub_semantic_memory.testing import (
@@ -539,9 +538,8 @@ def test_score_prints_the_relation_diagnostics_beside_the_strict_scores(tmp_path
 
 def test_rescore_scores_a_saved_report_on_the_current_gold_and_keeps_its_predictions(tmp_path: Path) -> None:
     from bub_semantic_memory.evals import Prediction
-    from bub_semantic_memory.evals.extraction import PRF
+    from bub_semantic_memory.evals.extraction import PRF, FixtureResult, Metrics, PromptRun, Report
     from bub_semantic_memory.evals.render import write_report_files
-    from bub_semantic_memory.evals.report import FixtureResult, Metrics, PromptRun, Report
 
     fixtures = _one_fixture(tmp_path, TICKET_GOLD)
     stale = PRF(tp=0, predicted=2, gold=5)  # what the report said on the gold of its day

@@ -12,18 +12,18 @@ from benchmarks.budget_tape import budget_fixture_files
 from bub_semantic_memory._errors import GateError
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.evals import Fixture, load_fixtures
-from bub_semantic_memory.evals.cost import (
+from bub_semantic_memory.evals.extraction import (
     BUDGET_TAPE,
     BUDGETS,
     Cost,
+    RunOptions,
     billed_prompt,
     cached_prefix_tokens,
     load_budget_session,
     measure_cost,
     over_budget,
+    promote,
 )
-from bub_semantic_memory.evals.gate import promote
-from bub_semantic_memory.evals.runner import RunOptions
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, RecordedRequest

@@ -13,12 +13,9 @@ import pytest
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.backends._transport import RetryPolicy
 from bub_semantic_memory.evals import Fixture, Gold, GoldEntity, Prediction, load_fixtures
-from bub_semantic_memory.evals.extraction import score_fixture
-from bub_semantic_memory.evals.gate import check_gate
+from bub_semantic_memory.evals.extraction import Report, RunOptions, check_gate, run_eval, score_fixture
 from bub_semantic_memory.evals.importers import ImportReport, import_conversations
 from bub_semantic_memory.evals.render import to_markdown
-from bub_semantic_memory.evals.report import Report
-from bub_semantic_memory.evals.runner import RunOptions, run_eval
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder

@@ -24,13 +24,13 @@ from bub_semantic_memory.evals.extraction import (
     check_label_space,
     load_dataset_ontology,
     load_label_map,
+    load_report,
     ontology_sha256,
     score_dataset,
     score_fixture,
     scoring_config,
 )
 from bub_semantic_memory.evals.importers import import_conversations
-from bub_semantic_memory.evals.report import load_report
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder
 from tests.conftest import REPO

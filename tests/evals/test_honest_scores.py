@@ -12,9 +12,18 @@ from rich.console import Console
 from rich.table import Table
 
 from bub_semantic_memory.evals import Gold, GoldEntity, GoldRelation, Prediction
-from bub_semantic_memory.evals.extraction import PRF, ScoringConfig, score_dataset, score_fixture
+from bub_semantic_memory.evals.extraction import (
+    PRF,
+    FixtureResult,
+    Metrics,
+    PromptRun,
+    Report,
+    ScoringConfig,
+    compare_runs,
+    score_dataset,
+    score_fixture,
+)
 from bub_semantic_memory.evals.render import comparison_table, summary_table, to_markdown
-from bub_semantic_memory.evals.report import FixtureResult, Metrics, PromptRun, Report, compare_runs
 
 
 def ent(name: str, type_: str = "person", *aliases: str) -> GoldEntity:

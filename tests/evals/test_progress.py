@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.evals import Prediction
-from bub_semantic_memory.evals.progress import RunProgress, format_duration
-from bub_semantic_memory.evals.report import FixtureResult
+from bub_semantic_memory.evals.extraction import FixtureResult
+from bub_semantic_memory.evals.extraction._progress import RunProgress, format_duration
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, delay_reply, tool_call_reply
 from tests.conftest import DATA, REPO
 

@@ -9,7 +9,16 @@ from rich.table import Table
 
 from bub_semantic_memory._models import Usage
 from bub_semantic_memory.evals import Prediction
-from bub_semantic_memory.evals.extraction import PRF, Recall, RelationMisses
+from bub_semantic_memory.evals.extraction import (
+    PRF,
+    Comparison,
+    FixtureResult,
+    Metrics,
+    PromptRun,
+    Recall,
+    RelationMisses,
+    Report,
+)
 from bub_semantic_memory.evals.render import (
     comparison_table,
     fixture_table,
@@ -18,7 +27,6 @@ from bub_semantic_memory.evals.render import (
     to_markdown,
     write_report_files,
 )
-from bub_semantic_memory.evals.report import Comparison, FixtureResult, Metrics, PromptRun, Report
 
 CREATED = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 INJECTION = "<script>alert(1)</script>"

@@ -11,9 +11,7 @@ import pytest
 from bub_semantic_memory._errors import GateError
 from bub_semantic_memory.backends._transport import BackendTraits, OpenAIBackend, RetryPolicy
 from bub_semantic_memory.evals import load_fixtures
-from bub_semantic_memory.evals.gate import check_gate, promote
-from bub_semantic_memory.evals.report import Report
-from bub_semantic_memory.evals.runner import RunOptions, run_eval
+from bub_semantic_memory.evals.extraction import Report, RunOptions, check_gate, promote, run_eval
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._prompts import PromptLibrary
@@ -236,8 +234,7 @@ async def test_a_failing_fixture_is_recorded_and_the_run_goes_on(tmp_path: Path)
 
 
 def test_the_gate_refuses_a_regression_beyond_the_tolerance() -> None:
-    from bub_semantic_memory.evals.extraction import PRF
-    from bub_semantic_memory.evals.report import Metrics, PromptRun
+    from bub_semantic_memory.evals.extraction import PRF, Metrics, PromptRun
 
     def run(name: str, entity_tp: int, relation_tp: int) -> PromptRun:
         metrics = Metrics(
@@ -261,8 +258,7 @@ def test_the_gate_refuses_a_regression_beyond_the_tolerance() -> None:
 
 
 def test_the_gate_refuses_a_candidate_that_costs_much_more_without_a_clear_gain() -> None:
-    from bub_semantic_memory.evals.extraction import PRF
-    from bub_semantic_memory.evals.report import Comparison, Metrics, PromptRun
+    from bub_semantic_memory.evals.extraction import PRF, Comparison, Metrics, PromptRun
 
     def run(name: str, prompt_tokens: int, entity_tp: int = 8) -> PromptRun:
         metrics = Metrics(
@@ -384,7 +380,9 @@ async def test_the_candidate_names_of_a_candidates_prompt_are_part_of_the_cache_
     first = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
     again = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
     assert first.runs[0].metrics.cached_fixtures == 0 and again.runs[0].metrics.cached_fixtures == 1
-    monkeypatch.setattr("bub_semantic_memory.evals.runner.candidate_names", lambda lines: ["Someone Else"])
+    monkeypatch.setattr(
+        "bub_semantic_memory.evals.extraction._runner.candidate_names", lambda lines: ["Someone Else"]
+    )
     changed = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
     assert changed.runs[0].metrics.cached_fixtures == 0  # another heuristic, other schemas: asked again
 
@@ -397,7 +395,9 @@ async def test_a_change_in_the_extraction_code_is_asked_again_not_replayed(
     await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
     again = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
     assert again.runs[0].metrics.cached_fixtures == 1
-    monkeypatch.setattr("bub_semantic_memory.evals.runner.extraction_code_sha256", lambda: "0" * 64)
+    monkeypatch.setattr(
+        "bub_semantic_memory.evals.extraction._runner.extraction_code_sha256", lambda: "0" * 64
+    )
     edited = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path))
     assert edited.runs[0].metrics.cached_fixtures == 0  # validators changed: the old snapshots may be wrong
     replay = await run_eval(fixtures, [prompt], options(oracle_server, tmp_path, cache="replay"))

@@ -17,7 +17,7 @@ from bub.tape import TapeEntry
 from bub_semantic_memory._errors import SemanticMemoryError, TapeNameError
 from bub_semantic_memory._models import Entity, Snapshot, normalize_name
 from bub_semantic_memory.evals import load_fixtures
-from bub_semantic_memory.evals.runner import RunOptions, run_eval
+from bub_semantic_memory.evals.extraction import RunOptions, run_eval
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor

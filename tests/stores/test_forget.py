@@ -26,7 +26,7 @@ from bub.tape import Tape, TapeContext, TapeEntry
 
 from bub_semantic_memory._models import Entity, Fact, Relation, Snapshot
 from bub_semantic_memory.agent._editing import MemoryEditor
-from bub_semantic_memory.evals.cache import ResponseCache
+from bub_semantic_memory.evals.extraction import ResponseCache
 from bub_semantic_memory.memory._export import GRAPHML_NS, MemoryExport, export_memory, read_export
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.stores._store import (

@@ -13,7 +13,7 @@ from bub_semantic_memory.extraction._config import ExtractorConfig, default_boun
 
 if TYPE_CHECKING:
     from bub_semantic_memory.evals import Fixture
-    from bub_semantic_memory.evals.report import Report
+    from bub_semantic_memory.evals.extraction import Report
 
 _DEFAULT = default_bounds()
 

@@ -207,7 +207,7 @@ def forget(
 
     result = run_edit(tape_of, tapes_dir=tapes_dir, prompt=prompt, prompts_dir=prompts_dir, by=by, act=act)
     if result.purge is not None and eval_cache.is_dir():
-        from bub_semantic_memory.evals.cache import ResponseCache
+        from bub_semantic_memory.evals.extraction import ResponseCache
 
         result.purge.eval_cache = ResponseCache(eval_cache).purge(tape_of, result.edit.named_in)
     show(result, tape_of, as_json)

@@ -23,8 +23,7 @@ from bub_semantic_memory.cli._common import (
 if TYPE_CHECKING:
     from bub_semantic_memory._ontology import Ontology
     from bub_semantic_memory.evals import Fixture
-    from bub_semantic_memory.evals.extraction import LabelMap
-    from bub_semantic_memory.evals.report import Report
+    from bub_semantic_memory.evals.extraction import LabelMap, Report
 
 app = new_app("Score extraction against gold fixtures, run prompt versions, compare runs.")
 fixtures_app = new_app("Eval fixtures: import plain conversations, or LoCoMo's, as Bub tapes with gold.")
@@ -114,7 +113,7 @@ def run(
     non-entities) is reported before the run starts.
     """
     from bub_semantic_memory.backends._specs import model_class_of, model_note
-    from bub_semantic_memory.evals.runner import Cadence, RunOptions, run_eval
+    from bub_semantic_memory.evals.extraction import Cadence, RunOptions, run_eval
 
     if replay and no_cache:
         fail("--replay and --no-cache exclude each other", code=2)
@@ -277,7 +276,7 @@ def compare(
     out: Path | None = typer.Option(None, "--out", "-o", help="Also write the combined report here."),
 ) -> None:
     """Compare saved runs side by side, with paired-bootstrap 95% intervals of the F1 differences."""
-    from bub_semantic_memory.evals.report import Report, compare_runs, load_report
+    from bub_semantic_memory.evals.extraction import Report, compare_runs, load_report
 
     base = load_report(baseline)
     others = [load_report(path) for path in candidates]
@@ -317,9 +316,14 @@ def rescore(
     is kept. The report says when it was re-scored and on which dataset.
     """
     from bub_semantic_memory.evals import load_fixtures
-    from bub_semantic_memory.evals.extraction import ScoringConfig, load_label_map, scoring_config
-    from bub_semantic_memory.evals.report import PromptRun, load_report
-    from bub_semantic_memory.evals.rescore import rescore_report
+    from bub_semantic_memory.evals.extraction import (
+        PromptRun,
+        ScoringConfig,
+        load_label_map,
+        load_report,
+        rescore_report,
+        scoring_config,
+    )
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     report = load_report(report_path)

@@ -230,9 +230,7 @@ def promote_prompt(
     (evals/budget/), tool schemas included, whatever it scores.
     """
     from bub_semantic_memory._errors import GateError
-    from bub_semantic_memory.evals.gate import promote
-    from bub_semantic_memory.evals.report import Report
-    from bub_semantic_memory.evals.runner import RunOptions
+    from bub_semantic_memory.evals.extraction import Report, RunOptions, promote
 
     config = opt.extractor_config(ctx.params)  # model, endpoint, mode, bounds and prompts_dir
     library = writable_library(prompts_dir)

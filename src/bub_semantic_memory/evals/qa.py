@@ -339,7 +339,7 @@ def memory_from_report(
     Raises:
         EvalError: the report cannot be read, or holds no such run.
     """
-    from bub_semantic_memory.evals.report import Report
+    from bub_semantic_memory.evals.extraction._report import Report
 
     try:
         report = Report.model_validate_json(report_path.read_bytes())

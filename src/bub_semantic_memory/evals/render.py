@@ -1,6 +1,6 @@
 """Rendering eval reports for people: terminal tables, ``report.md`` and ``report.html``.
 
-This module owns how a :class:`~bub_semantic_memory.evals.report.Report` is shown; the
+This module owns how a :class:`~bub_semantic_memory.evals.extraction._report.Report` is shown; the
 report's data and its JSON shape live in :mod:`.report`. Everything here is a pure
 function of the report (no clock, no environment), so the same ``report.json`` always
 renders to the same bytes.
@@ -22,7 +22,7 @@ plain :class:`~rich.text.Text` so it is never read as markup.
 
 Summary deltas are ``run - first run``. Scores (P/R/F1) have 3 decimals; rates are
 percentages with deltas in percentage points. The two F1 deltas also carry the 95%
-paired-bootstrap interval of the matching :class:`~bub_semantic_memory.evals.report.Comparison`.
+paired-bootstrap interval of the matching :class:`~bub_semantic_memory.evals.extraction._report.Comparison`.
 A comparison is "better" when its interval lies above 0, "worse" when below 0.
 
 An undefined score (``None``: nothing predicted, or no gold; see
@@ -55,8 +55,8 @@ from bub_semantic_memory.evals.charts import (
     interval_panels,
     series_for,
 )
+from bub_semantic_memory.evals.extraction._report import Comparison, FixtureResult, Metrics, PromptRun, Report
 from bub_semantic_memory.evals.extraction._scoring import PRF
-from bub_semantic_memory.evals.report import Comparison, FixtureResult, Metrics, PromptRun, Report
 
 __all__ = [
     "comparison_table",
@@ -111,7 +111,7 @@ def _count(value: float) -> str:
 
 
 def _run_label(run: PromptRun) -> str:
-    """How :func:`~bub_semantic_memory.evals.report.compare_runs` names a run."""
+    """How :func:`~bub_semantic_memory.evals.extraction._report.compare_runs` names a run."""
     return run.label
 
 

@@ -1,10 +1,10 @@
 """Eval results as data: per-fixture results, per-run metrics, comparisons between runs.
 
-This module owns the shape of ``report.json`` (rendering to tables, Markdown and
-HTML lives in :mod:`.render`). A report holds one :class:`PromptRun` per prompt
-version, each with its :class:`Metrics` and every fixture's :class:`FixtureResult`
-(scores, missed and spurious items, usage, the prediction itself), so saved reports
-can be compared later without re-running anything.
+This module owns the shape of ``report.json`` (rendering to tables, Markdown and HTML
+lives in :mod:`bub_semantic_memory.evals.reports`). A report holds one :class:`PromptRun`
+per prompt version, each with its :class:`Metrics` and every fixture's
+:class:`FixtureResult` (scores, missed and spurious items, usage, the prediction itself),
+so saved reports can be compared later without re-running anything.
 
 Comparisons use a paired bootstrap over fixtures: resample fixture ids with
 replacement, recompute both runs' micro F1 on the same resample, and take the 2.5th

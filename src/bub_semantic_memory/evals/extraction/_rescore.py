@@ -17,8 +17,8 @@ from pathlib import Path
 
 from bub_semantic_memory._errors import EvalError
 from bub_semantic_memory.evals._dataset import Fixture, dataset_hash
+from bub_semantic_memory.evals.extraction._report import PromptRun, Report, compare_runs, run_metrics
 from bub_semantic_memory.evals.extraction._scoring import ScoringConfig, score_fixture
-from bub_semantic_memory.evals.report import PromptRun, Report, compare_runs, run_metrics
 
 __all__ = ["rescore_report"]
 

@@ -14,9 +14,9 @@ name the gold forbids) in more fixtures than the baseline. With nothing promoted
 only has to extract at least one fixture.
 
 The relative rules alone let a chain of promotions drift: each version passes against the one
-before it. So a billed class also has an absolute budget (:data:`~.cost.BUDGETS`): the
+before it. So a billed class also has an absolute budget (:data:`~._cost.BUDGETS`): the
 candidate's billed prompt tokens on the budget session, tool schemas included, per token of
-the session (:func:`~.cost.measure_cost`); a candidate over it is refused whatever it scores.
+the session (:func:`~._cost.measure_cost`); a candidate over it is refused whatever it scores.
 """
 
 from __future__ import annotations
@@ -31,9 +31,15 @@ from bub_semantic_memory._errors import GateError
 from bub_semantic_memory.backends._specs import model_class_of
 from bub_semantic_memory.backends._transport import ModelClass
 from bub_semantic_memory.evals._dataset import Fixture
-from bub_semantic_memory.evals.cost import BUDGETS, Cost, load_budget_session, measure_cost, over_budget
-from bub_semantic_memory.evals.report import Comparison, PromptRun, Report
-from bub_semantic_memory.evals.runner import RunOptions, run_eval
+from bub_semantic_memory.evals.extraction._cost import (
+    BUDGETS,
+    Cost,
+    load_budget_session,
+    measure_cost,
+    over_budget,
+)
+from bub_semantic_memory.evals.extraction._report import Comparison, PromptRun, Report
+from bub_semantic_memory.evals.extraction._runner import RunOptions, run_eval
 from bub_semantic_memory.extraction._prompts import Promotion, PromptLibrary, PromptTemplate
 
 __all__ = ["DEFAULT_TOLERANCE", "MAX_TOKEN_GROWTH", "GateOutcome", "check_gate", "promote"]
@@ -141,8 +147,8 @@ async def promote(
 
     Args:
         baseline: the version to compare with (default: the one promoted for the model's class).
-        budget_session: the session the cost budget is measured on (default: :data:`~.cost.BUDGET_TAPE`
-            under the repository's ``evals/``, found beside ``fixtures_dir``).
+        budget_session: the session the cost budget is measured on (default:
+            :data:`~._cost.BUDGET_TAPE` under the repository's ``evals/``, found beside ``fixtures_dir``).
         budgets: billed prompt tokens per session token allowed per class (tests of the
             relative rules alone pass none).
 

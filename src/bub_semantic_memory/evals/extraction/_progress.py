@@ -30,7 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from bub_semantic_memory.evals.report import FixtureResult
+from bub_semantic_memory.evals.extraction._report import FixtureResult
 
 __all__ = ["HEARTBEAT_S", "RunProgress", "format_duration"]
 

@@ -35,17 +35,22 @@ from bub_semantic_memory.evals._dataset import (
     Prediction,
     dataset_hash,
 )
-from bub_semantic_memory.evals.cache import CachedFailure, ResponseCache, cache_key, extraction_code_sha256
+from bub_semantic_memory.evals.extraction._cache import (
+    CachedFailure,
+    ResponseCache,
+    cache_key,
+    extraction_code_sha256,
+)
 from bub_semantic_memory.evals.extraction._labels import LabelMap, ontology_sha256, scoring_config
-from bub_semantic_memory.evals.extraction._scoring import FixtureScore, ScoringConfig, score_fixture
-from bub_semantic_memory.evals.progress import RunProgress
-from bub_semantic_memory.evals.report import (
+from bub_semantic_memory.evals.extraction._progress import RunProgress
+from bub_semantic_memory.evals.extraction._report import (
     FixtureResult,
     PromptRun,
     Report,
     compare_runs,
     run_metrics,
 )
+from bub_semantic_memory.evals.extraction._scoring import FixtureScore, ScoringConfig, score_fixture
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._extractor import Extractor
@@ -79,7 +84,7 @@ class RunOptions:
         cadence: ``tape`` sends each fixture's whole tape in windows of ``chunk_tokens`` (as
             ``semantic-memory extract`` reads a finished tape); ``plugin`` replays it turn by
             turn through the plugin's memory service, which extracts at its cadence (see
-            :mod:`.replay`): the windows an agent's memory is made of.
+            :mod:`._replay`): the windows an agent's memory is made of.
     """
 
     extractor: ExtractorConfig
@@ -210,7 +215,7 @@ class _PromptRunner:
         self, fixture: Fixture, entries: list[Entry], key: str, fields: dict[str, Any]
     ) -> _Outcome:
         """The fixture's tape replayed through the plugin's service; entries it never extracted fail it."""
-        from bub_semantic_memory.evals.replay import replay_as_plugin
+        from bub_semantic_memory.evals.extraction._replay import replay_as_plugin
 
         replayed = await replay_as_plugin(entries, self.extractor, self.prompt.ontology, tape=fixture.id)
         made = sum(s.usage.requests for s in replayed.snapshots)

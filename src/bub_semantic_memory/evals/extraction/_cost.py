@@ -177,7 +177,7 @@ async def measure_cost(
             replaced); when None, the defaults, built as the plugin builds its configuration
             (:meth:`ExtractorConfig.from_settings` with no setting given).
     """
-    from bub_semantic_memory.evals.replay import replay_as_plugin
+    from bub_semantic_memory.evals.extraction._replay import replay_as_plugin
 
     entries = session.entries()
     oracle = SchemaFollowingOracle(OracleResponder.from_golds([session.gold]))
