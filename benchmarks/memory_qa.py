@@ -23,9 +23,17 @@ from pathlib import Path
 from benchmarks.common import REPO, BenchConfig, Section, Table
 from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.evals import Fixture, load_fixtures
-from bub_semantic_memory.evals.contexts import CONDITIONS, MEMORY_WITHOUT_FACTS
-from bub_semantic_memory.evals.qa import QAOptions, memory_from_report, run_qa
-from bub_semantic_memory.evals.qa_report import LONG, NO_ENTITY, QAReport, Rate
+from bub_semantic_memory.evals.qa import (
+    CONDITIONS,
+    LONG,
+    MEMORY_WITHOUT_FACTS,
+    NO_ENTITY,
+    QAOptions,
+    QAReport,
+    Rate,
+    memory_from_report,
+    run_qa,
+)
 from bub_semantic_memory.extraction import PromptLibrary
 
 MEMORY_REPORT = REPO / "evals" / "reports" / "hosted-test-extract2-vs-16" / "report.json"

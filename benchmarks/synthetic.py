@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bub_semantic_memory._models import Entity, Relation, Snapshot, Usage
-from bub_semantic_memory.evals.distractors import (
+from bub_semantic_memory.evals.qa._distractors import (
     DISTRACTOR_PROMPT_REF,
     ROLES,
     SEED,

@@ -300,7 +300,7 @@ BUB_IMPORTERS = {
     "bub_semantic_memory._home": "bub's home directory (packaged models, prompts written by an installed package)",
     "bub_semantic_memory.cli._common": "bub's file store for --tapes-dir",
     "bub_semantic_memory.evals.extraction._replay": "bub's in-memory tape store: a tape replayed as the plugin extracts it",
-    "bub_semantic_memory.evals.contexts": "bub's in-memory tape store: the QA contexts search a session's tape",
+    "bub_semantic_memory.evals.qa._contexts": "bub's in-memory tape store: the QA contexts search a session's tape",
 }
 
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot
 from bub_semantic_memory.agent._search import EMPTY_MEMORY, recall_entity, search_memory
 from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
-from bub_semantic_memory.evals.distractors import make_memory
+from bub_semantic_memory.evals.qa import make_memory
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory import _index
 from bub_semantic_memory.memory._graph import MemoryGraph, item_id
@@ -293,7 +293,7 @@ def test_a_graph_that_cannot_say_what_changed_has_its_index_read_again() -> None
 
 
 _RANK_IN_A_FRESH_PROCESS = """
-from bub_semantic_memory.evals.distractors import make_memory
+from bub_semantic_memory.evals.qa import make_memory
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.memory._index import MemoryIndex

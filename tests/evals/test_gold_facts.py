@@ -18,7 +18,7 @@ from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import FACT_KINDS, SUPERSEDING_KINDS, normalize_name
 from bub_semantic_memory._statements import grounding_problem
 from bub_semantic_memory.evals import Fixture, Gold, GoldEntity, GoldFact, load_fixtures
-from bub_semantic_memory.evals.contexts import snapshots_of
+from bub_semantic_memory.evals.qa._contexts import snapshots_of
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory import MemoryGraph

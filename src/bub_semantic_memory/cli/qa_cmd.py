@@ -81,14 +81,16 @@ def qa(
     answers, judged by a fixed rule. Answers are cached in --cache-dir.
     """
     from bub_semantic_memory.agent._service import MemoryPolicy
-    from bub_semantic_memory.evals.contexts import (
+    from bub_semantic_memory.evals.qa import (
         ALL_CONDITIONS,
         CONDITIONS,
         MEMORY_WITHOUT_FACTS,
         MEMORY_WITHOUT_LINES,
+        QAOptions,
+        memory_from_report,
+        run_qa,
     )
-    from bub_semantic_memory.evals.qa import QAOptions, memory_from_report, run_qa
-    from bub_semantic_memory.evals.qa_report import rows, write_qa_report
+    from bub_semantic_memory.evals.qa._report import rows, write_qa_report
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     chosen = tuple(conditions) or tuple(c for c in CONDITIONS if c != "memory" or memory is not None)
@@ -147,7 +149,7 @@ def qa(
                 await backend.aclose()
 
     report = asyncio.run(go())
-    from bub_semantic_memory.evals.qa_report import QAReport
+    from bub_semantic_memory.evals.qa import QAReport
 
     assert isinstance(report, QAReport)
     table = Table(title=f"Memory QA: {len(report.items)} questions, {report.budget} tokens per context")

@@ -1,10 +1,10 @@
 """The memory-QA eval: does the context an agent receives hold the answer, and does the agent answer?
 
-For each fixture question and each condition of :mod:`.contexts`, the context is built at the
+For each fixture question and each condition of :mod:`._contexts`, the context is built at the
 same token budget and scored without a model:
 
 * **context recall**: the gold answer, or one of its accepted forms, occurs in the context
-  (both :func:`~.contexts.normalize`-d: case, accents and punctuation folded, as whole words).
+  (both :func:`~._contexts.normalize`-d: case, accents and punctuation folded, as whole words).
   Unanswerable questions have no recall; they are scored by the answer alone.
 
 With an answering model (``answer_model``), each context is also put to the model with the
@@ -37,7 +37,7 @@ from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.backends._transport import CallLedger, ChatBackend, RetryPolicy, send_with_retries
 from bub_semantic_memory.evals._dataset import UNKNOWN, Fixture, Question
-from bub_semantic_memory.evals.contexts import (
+from bub_semantic_memory.evals.qa._contexts import (
     ALL_CONDITIONS,
     CONDITIONS,
     MEMORY_WITHOUT_FACTS,
@@ -51,8 +51,8 @@ from bub_semantic_memory.evals.contexts import (
     snapshots_of,
     tape_search_context,
 )
-from bub_semantic_memory.evals.distractors import make_memory
-from bub_semantic_memory.evals.qa_report import LONG_TAPE_TURNS, QAItem, QAOutcome, QAReport
+from bub_semantic_memory.evals.qa._distractors import make_memory
+from bub_semantic_memory.evals.qa._report import LONG_TAPE_TURNS, QAItem, QAOutcome, QAReport
 from bub_semantic_memory.tape._transcript import Entry
 
 __all__ = ["ANSWER_PROMPT", "QAOptions", "contains_answer", "judge", "message_turns", "run_qa"]
@@ -92,7 +92,7 @@ class QAOptions:
 
     Attributes:
         budget: tokens of every context (default: the plugin's memory budget).
-        conditions: which of :data:`~.contexts.CONDITIONS` to build.
+        conditions: which of :data:`~._contexts.CONDITIONS` to build.
         ontology: the ontology memory is folded with.
         memory: snapshots per fixture id for the ``memory`` condition (a fixture missing here gets
             an empty memory, counted in the report).
@@ -107,7 +107,7 @@ class QAOptions:
         passage_share: the share of the budget a memory block keeps for transcript lines (None:
             the plugin's default; ``memory-no-lines`` always uses 0).
         distractors: made-up entities planted in every memory beside the fixture's own
-            (:func:`~.distractors.make_memory`, more recent than the fixture's facts): a memory
+            (:func:`~._distractors.make_memory`, more recent than the fixture's facts): a memory
             that lived for months, where the budget has to choose.
     """
 
