@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bub_semantic_memory.evals.charts import (
+from bub_semantic_memory.evals.reports._charts import (
     MISSING,
     BarRow,
     Chart,

@@ -539,7 +539,7 @@ def test_score_prints_the_relation_diagnostics_beside_the_strict_scores(tmp_path
 def test_rescore_scores_a_saved_report_on_the_current_gold_and_keeps_its_predictions(tmp_path: Path) -> None:
     from bub_semantic_memory.evals import Prediction
     from bub_semantic_memory.evals.extraction import PRF, FixtureResult, Metrics, PromptRun, Report
-    from bub_semantic_memory.evals.render import write_report_files
+    from bub_semantic_memory.evals.reports import write_report_files
 
     fixtures = _one_fixture(tmp_path, TICKET_GOLD)
     stale = PRF(tp=0, predicted=2, gold=5)  # what the report said on the gold of its day

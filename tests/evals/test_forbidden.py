@@ -15,7 +15,7 @@ from bub_semantic_memory.backends._transport import RetryPolicy
 from bub_semantic_memory.evals import Fixture, Gold, GoldEntity, Prediction, load_fixtures
 from bub_semantic_memory.evals.extraction import Report, RunOptions, check_gate, run_eval, score_fixture
 from bub_semantic_memory.evals.importers import ImportReport, import_conversations
-from bub_semantic_memory.evals.render import to_markdown
+from bub_semantic_memory.evals.reports import to_markdown
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder

@@ -23,7 +23,7 @@ from bub_semantic_memory.evals.extraction import (
     score_dataset,
     score_fixture,
 )
-from bub_semantic_memory.evals.render import comparison_table, summary_table, to_markdown
+from bub_semantic_memory.evals.reports import comparison_table, summary_table, to_markdown
 
 
 def ent(name: str, type_: str = "person", *aliases: str) -> GoldEntity:

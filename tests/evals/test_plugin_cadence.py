@@ -9,7 +9,7 @@ import pytest
 
 from bub_semantic_memory.evals import Fixture, load_fixtures
 from bub_semantic_memory.evals.extraction import RunOptions, run_eval
-from bub_semantic_memory.evals.render import to_markdown
+from bub_semantic_memory.evals.reports import to_markdown
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.testing import (

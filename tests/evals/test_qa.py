@@ -9,7 +9,7 @@ import pytest
 
 from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot
 from bub_semantic_memory.evals import Fixture, Gold, GoldEntity, GoldRelation, Question, load_fixtures
-from bub_semantic_memory.evals.qa import QAOptions, contains_answer, judge, run_qa
+from bub_semantic_memory.evals.qa import LONG, QAOptions, Rate, contains_answer, judge, run_qa
 from bub_semantic_memory.evals.qa._contexts import (
     bm25_context,
     full_context,
@@ -19,7 +19,7 @@ from bub_semantic_memory.evals.qa._contexts import (
     snapshots_of,
     tape_search_context,
 )
-from bub_semantic_memory.evals.qa._report import LONG, Rate, _pct_with_interval, to_markdown
+from bub_semantic_memory.evals.reports._qa import _pct_with_interval, to_markdown
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
 from bub_semantic_memory.testing import FakeOpenAIServer, RecordedRequest, Reply, text_reply

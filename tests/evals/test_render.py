@@ -19,7 +19,7 @@ from bub_semantic_memory.evals.extraction import (
     RelationMisses,
     Report,
 )
-from bub_semantic_memory.evals.render import (
+from bub_semantic_memory.evals.reports import (
     comparison_table,
     fixture_table,
     summary_table,
@@ -651,5 +651,5 @@ def test_html_explains_how_to_read_it() -> None:
 def test_html_template_ships_inside_the_package() -> None:
     from importlib.resources import files
 
-    templates = files("bub_semantic_memory.evals").joinpath("templates")
+    templates = files("bub_semantic_memory.evals.reports").joinpath("templates")
     assert templates.joinpath("report.html.j2").is_file() and templates.joinpath("report.css").is_file()

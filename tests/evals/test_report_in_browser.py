@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bub_semantic_memory.evals.extraction import load_report
-from bub_semantic_memory.evals.render import write_report_files
+from bub_semantic_memory.evals.reports import write_report_files
 from tests.conftest import REPO
 from tests.helpers.browser import CHROMIUM, chromium_available, open_page
 

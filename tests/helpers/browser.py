@@ -85,7 +85,7 @@ def open_page(html: Path, *, width: int = 1200, height: int = 900) -> Iterator[P
 def screenshot_report(report_dir: Path, png: Path) -> None:
     """Render ``report_dir/report.json`` to HTML and save a full-page screenshot of it as ``png``."""
     from bub_semantic_memory.evals.extraction import load_report
-    from bub_semantic_memory.evals.render import to_html
+    from bub_semantic_memory.evals.reports import to_html
 
     with tempfile.TemporaryDirectory() as tmp:
         html = Path(tmp) / "report.html"

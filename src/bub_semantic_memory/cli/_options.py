@@ -83,7 +83,7 @@ def load_selected(directory: Path, tags: list[str], ids: list[str]) -> list[Fixt
 
 def print_report(report: Report, out: Path | None) -> None:
     """The summary and comparison tables on stdout; the report files under ``out``."""
-    from bub_semantic_memory.evals.render import comparison_table, summary_table, write_report_files
+    from bub_semantic_memory.evals.reports import comparison_table, summary_table, write_report_files
 
     print_table(stdout, summary_table(report), attached="Δ")
     if report.comparisons:

@@ -198,7 +198,7 @@ def score(
         score_dataset,
         scoring_config,
     )
-    from bub_semantic_memory.evals.render import UNDEFINED
+    from bub_semantic_memory.evals.reports import UNDEFINED
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     selected = opt.load_selected(fixtures, tags, ids)

@@ -90,7 +90,7 @@ def qa(
         memory_from_report,
         run_qa,
     )
-    from bub_semantic_memory.evals.qa._report import rows, write_qa_report
+    from bub_semantic_memory.evals.reports import qa_columns, write_qa_report
     from bub_semantic_memory.extraction._prompts import PromptLibrary
 
     chosen = tuple(conditions) or tuple(c for c in CONDITIONS if c != "memory" or memory is not None)
@@ -154,7 +154,7 @@ def qa(
     assert isinstance(report, QAReport)
     table = Table(title=f"Memory QA: {len(report.items)} questions, {report.budget} tokens per context")
     table.add_column("condition")
-    columns = rows(report)
+    columns = qa_columns(report)
     for name, _ in columns:
         table.add_column(name, justify="right")
     for condition in report.conditions:

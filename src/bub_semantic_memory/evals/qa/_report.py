@@ -1,24 +1,21 @@
-"""The memory-QA report: per question and condition what was scored, aggregates, and their rendering.
+"""The memory-QA report as data: per question and condition what was scored, and aggregates.
 
 Aggregates are per condition, over all questions and per category: context recall (the share
 of answerable questions whose context holds the answer), answer accuracy (when a model
 answered), tokens per question. Differences between two conditions come with a paired
 bootstrap 95% interval over questions (the same questions, resampled with replacement).
+Rendering the report for people lives in :mod:`bub_semantic_memory.evals.reports`.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from bub_semantic_memory.evals.charts import BarRow, Chart, bar_panels, series_for
-
-__all__ = ["NO_ENTITY", "QAItem", "QAOutcome", "QAReport", "Rate", "write_qa_report"]
+__all__ = ["LONG", "LONG_TAPE_TURNS", "NO_ENTITY", "QAItem", "QAOutcome", "QAReport", "Rate"]
 
 _RESAMPLES = 2000
 _SEED = 20261203
@@ -177,196 +174,3 @@ def _in(item: QAItem, category: str | None) -> bool:
     if category == LONG:
         return item.long_tape
     return item.category == category
-
-
-def _pct(rate: Rate) -> str:
-    value = rate.value
-    return "–" if value is None else f"{value:.3f} ({rate.hits}/{rate.n})"
-
-
-def _pct_with_interval(rate: Rate) -> str:
-    """A share, its count and its 95% interval: ``0.375 (39/104) [0.288, 0.471]``."""
-    interval = rate.interval()
-    return _pct(rate) + ("" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]")
-
-
-def _delta_text(delta: tuple[float, tuple[float, float]] | None) -> str:
-    if delta is None:
-        return "–"
-    point, (low, high) = delta
-    return f"{point:+.3f} [{low:+.3f}, {high:+.3f}]"
-
-
-def _meta(report: QAReport) -> list[tuple[str, str]]:
-    """What the run was: when, how many questions, the budget, the memory and the answering model."""
-    answerable = sum(1 for i in report.items if i.category != "unanswerable")
-    without = sum(1 for i in report.items if not i.has_memory)
-    meta = [
-        ("Created", report.created_at.isoformat()),
-        ("Questions", f"{len(report.items)} ({answerable} answerable)"),
-        (
-            "Budget",
-            f"{report.budget} tokens per context"
-            + (
-                f"; {report.distractors:,} made-up entities planted in every memory"
-                if report.distractors
-                else ""
-            ),
-        ),
-        (
-            "Memory",
-            (report.memory_source or "none given")
-            + (f"; {without} question(s) of fixtures without memory" if without else ""),
-        ),
-        ("Answering model", report.answer_model or "none (context recall only)"),
-    ]
-    if report.replayed:
-        missing = report.unanswered()
-        meta.append(
-            (
-                "Answers",
-                "replayed from the answer cache, no model opened"
-                + (f"; {missing} context(s) had no cached answer and are not scored" if missing else ""),
-            )
-        )
-    if report.answer_model:
-        meta += [
-            ("Answer prompt", report.answer_prompt or ""),
-            ("Judge (a fixed rule, no model)", report.judge),
-        ]
-    return meta
-
-
-def _row_kinds(report: QAReport) -> list[str]:
-    """The categories of the report's questions, then the pseudo-categories."""
-    return [*report.categories(), NO_ENTITY, LONG]
-
-
-def conditions_table(report: QAReport) -> tuple[list[str], list[list[str]]]:
-    """The conditions table: a header and one row per condition (recall overall and per kind,
-    tokens, and answer accuracy with a model)."""
-    kinds = _row_kinds(report)
-    header = ["condition", "context recall", *(f"recall: {c}" for c in kinds), "tokens / question"]
-    if report.answer_model:
-        header += ["answer accuracy [95% interval]", "unanswerable: answered unknown"]
-    table = []
-    for condition in report.conditions:
-        row = [condition, _pct(report.recall(condition))]
-        row += [_pct(report.recall(condition, c)) for c in kinds]
-        tokens = f"{report.tokens(condition):,.0f}"
-        if condition == "full":
-            fits = report.fits(condition)
-            tokens += f" (fits the model: {fits.hits} of {fits.n})"
-        row.append(tokens)
-        if report.answer_model:
-            row += [
-                _pct_with_interval(report.accuracy(condition)),
-                _pct(report.accuracy(condition, "unanswerable")),
-            ]
-        table.append(row)
-    return header, table
-
-
-def _deltas(report: QAReport) -> list[list[str]]:
-    """Memory against every other condition: Δ recall (all, names no entity, 200+ turns), Δ accuracy."""
-    if "memory" not in report.conditions:
-        return []
-    rows = []
-    for other in report.conditions:
-        if other == "memory":
-            continue
-        rows.append(
-            [
-                other,
-                _delta_text(report.delta("memory", other)),
-                _delta_text(report.delta("memory", other, category=NO_ENTITY)),
-                _delta_text(report.delta("memory", other, category=LONG)),
-                _delta_text(report.delta("memory", other, metric="accuracy")) if report.answer_model else "–",
-            ]
-        )
-    return rows
-
-
-def to_markdown(report: QAReport) -> str:
-    """The report as Markdown: the conditions table, per-category recall, deltas, the rule that judged."""
-    lines = ["# Memory QA report", ""]
-    lines += [f"- {term}: {value}" for term, value in _meta(report)]
-    header, table = conditions_table(report)
-    lines += ["", "## Conditions", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join([f"`{row[0]}`", *row[1:]]) + " |" for row in table]
-    deltas = _deltas(report)
-    if deltas:
-        lines += [
-            "",
-            "## memory against the others",
-            "",
-            "Paired bootstrap over questions, 95% interval.",
-            "",
-            "| compared with | Δ context recall | Δ recall, names no entity | Δ recall, 200+ turns "
-            "| Δ answer accuracy |",
-            "|---|---|---|---|---|",
-        ]
-        lines += ["| " + " | ".join([f"`{row[0]}`", *row[1:]]) + " |" for row in deltas]
-    return "\n".join(lines) + "\n"
-
-
-def _chart(report: QAReport) -> Chart:
-    """Bars per condition: context recall (and answer accuracy) for all questions and each kind."""
-    panels = ["context recall", *(["answer accuracy"] if report.answer_model else [])]
-    kinds: list[str | None] = [None, *_row_kinds(report)]
-
-    def values(kind: str | None) -> tuple[tuple[float | None, ...], ...]:
-        recall = tuple(report.recall(c, kind).value for c in report.conditions)
-        accuracy = tuple(report.accuracy(c, kind).value for c in report.conditions)
-        return (recall, accuracy)[: len(panels)]
-
-    return bar_panels(
-        chart_id="chart-conditions",
-        title="Context recall per condition and question kind",
-        description="One bar per condition in each row; rows are all questions, each category and "
-        "pseudo-category.",
-        series=series_for(report.conditions),
-        panels=panels,
-        rows=[BarRow(label=kind or "all questions", values=values(kind)) for kind in kinds],
-        fmt=lambda v: f"{v:.2f}",
-    )
-
-
-def to_html(report: QAReport) -> str:
-    """A self-contained ``qa.html``: the guide, a chart per condition and kind, the tables."""
-    from bub_semantic_memory.evals.render import template_environment
-
-    header, table = conditions_table(report)
-    return (
-        template_environment()
-        .get_template("qa.html.j2")
-        .render(
-            meta=_meta(report),
-            chart=_chart(report),
-            table={"header": header, "rows": table},
-            deltas=_deltas(report),
-        )
-    )
-
-
-def write_qa_report(report: QAReport, out: Path) -> dict[str, Path]:
-    """Write ``qa.json``, ``qa.md`` and ``qa.html`` under ``out``; return their paths."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "qa.json", "md": out / "qa.md", "html": out / "qa.html"}
-    paths["json"].write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
-    paths["md"].write_text(to_markdown(report), encoding="utf-8")
-    paths["html"].write_text(to_html(report), encoding="utf-8")
-    return paths
-
-
-def rows(report: QAReport) -> Sequence[tuple[str, Callable[[str], str]]]:
-    """The summary columns the terminal table shows, each with how a condition's cell reads."""
-    columns: list[tuple[str, Callable[[str], str]]] = [
-        ("context recall", lambda c: _pct(report.recall(c))),
-        ("recall, names no entity", lambda c: _pct(report.recall(c, NO_ENTITY))),
-        ("recall, 200+ turns", lambda c: _pct(report.recall(c, LONG))),
-        ("tokens / question", lambda c: f"{report.tokens(c):,.0f}"),
-    ]
-    if report.answer_model:
-        columns.append(("answer accuracy", lambda c: _pct(report.accuracy(c))))
-    return columns
