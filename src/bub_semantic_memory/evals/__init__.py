@@ -1,14 +1,24 @@
-"""The eval harness: fixtures with gold, importing conversations as fixtures, scoring.
+"""The eval harness: fixtures with gold, and the products measured on them.
 
-* :mod:`~bub_semantic_memory.evals._dataset`: fixture directories (a Bub tape plus
-  ``gold.json``), prediction files, the dataset hash;
-* :mod:`~bub_semantic_memory.evals.importers`: plain annotated conversations (JSONL), and
-  conversations in the LoCoMo benchmark's layout (dated sessions between two people, with
-  questions), to fixture directories with realistic Bub tapes;
-* :mod:`~bub_semantic_memory.evals.extraction`: one-to-one alignment of predictions with
-  gold and micro-averaged precision, recall and F1.
+The folders, each depending only on those listed before it:
 
-Nothing here imports bub, the CLI or the plugin.
+* :mod:`~bub_semantic_memory.evals._dataset` (exported here): fixture directories (a Bub
+  tape, ``gold.json``, and ``facts.json`` where a fixture has gold facts), prediction files,
+  the dataset hash; every product reads them;
+* :mod:`~bub_semantic_memory.evals.importers`: conversations written elsewhere (plain
+  annotated JSONL, the LoCoMo layout) turned into fixtures;
+* :mod:`~bub_semantic_memory.evals.extraction`: the extraction eval: prompt versions run over
+  the fixtures and scored against their gold (scoring, the runner and its response cache,
+  the report data, re-scoring, the promotion gate, the hosted cost budget);
+* :mod:`~bub_semantic_memory.evals.qa`: the memory-QA eval: does the context an agent
+  receives hold the answer, and does a model answer from it;
+* :mod:`~bub_semantic_memory.evals.reports`: both reports rendered for people (terminal,
+  Markdown, HTML) and written to files.
+
+This face re-exports the dataset and each product's entry points; each subpackage's face
+holds the rest of its public names, and the modules behind the faces are private. Nothing
+here imports the CLI or the plugin, and importing it does not import bub (the
+plugin-cadence replay and the memory-QA contexts import bub's tape store when they run).
 """
 
 from __future__ import annotations
@@ -49,6 +59,8 @@ from bub_semantic_memory.evals.importers import (
     import_conversations,
     import_locomo,
 )
+from bub_semantic_memory.evals.qa import QAOptions, QAReport, run_qa
+from bub_semantic_memory.evals.reports import write_qa_report, write_report_files
 
 __all__ = [
     "FACTS_FILE",
@@ -67,6 +79,8 @@ __all__ = [
     "GoldRelation",
     "ImportReport",
     "Prediction",
+    "QAOptions",
+    "QAReport",
     "Question",
     "QuestionCategory",
     "Report",
@@ -79,6 +93,9 @@ __all__ = [
     "load_predictions",
     "load_report",
     "run_eval",
+    "run_qa",
     "score_dataset",
     "score_fixture",
+    "write_qa_report",
+    "write_report_files",
 ]
