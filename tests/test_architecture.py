@@ -322,3 +322,55 @@ def test_only_the_documented_modules_import_bub() -> None:
     for name in BUB_IMPORTERS:
         shown = name.removeprefix(f"{PACKAGE}.").replace(".", "/") if name.startswith(PACKAGE) else name
         assert f"`{shown}`" in doc, f"docs/architecture.md does not name {shown} among bub's importers"
+
+
+# The eval harness is a folder per product (dataset, importers, extraction, qa, reports): each
+# subpackage's __init__.py is its face and says what it exports; every other module is private.
+EVALS = SOURCE / "evals"
+
+
+def test_every_evals_module_is_a_face_or_private() -> None:
+    public = [
+        str(path.relative_to(SOURCE))
+        for path in sorted(EVALS.rglob("*.py"))
+        if path.name != "__init__.py" and not path.name.startswith("_")
+    ]
+    assert not public, f"name these modules with a leading underscore, behind their package's face: {public}"
+
+
+def test_every_evals_package_face_declares_all() -> None:
+    faces = sorted(EVALS.rglob("__init__.py"))
+    assert {path.parent.name for path in faces} >= {"evals", "extraction", "importers", "qa", "reports"}
+    for face in faces:
+        tree = ast.parse(face.read_text(encoding="utf-8"))
+        declared = [
+            node
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            and any(isinstance(target, ast.Name) and target.id == "__all__" for target in node.targets)
+        ]
+        assert declared, f"{face.relative_to(SOURCE)} has no __all__"
+        assert ast.get_docstring(tree), f"{face.relative_to(SOURCE)} does not say what it owns"
+
+
+def test_every_evals_face_exports_what_it_lists() -> None:
+    import importlib
+
+    for face in sorted(EVALS.rglob("__init__.py")):
+        module = importlib.import_module(module_name(face))
+        missing = [name for name in module.__all__ if not hasattr(module, name)]
+        assert not missing, f"{module.__name__}.__all__ lists names it does not have: {missing}"
+
+
+def test_evals_modules_import_each_other_by_their_private_paths() -> None:
+    """A face imports the modules behind it; a private module never imports a face of evals (the
+    faces import their modules eagerly, so a module importing a face could find it half built)."""
+    faces = {module_name(path) for path in EVALS.rglob("__init__.py")}
+    graph = import_graph()
+    through_faces = [
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if module.startswith(f"{PACKAGE}.evals.") and module not in faces
+        for target in sorted(targets & faces)
+    ]
+    assert not through_faces, through_faces
