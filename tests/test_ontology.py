@@ -4,6 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from bub_semantic_memory._ontology import Ontology, RelationType
+from bub_semantic_memory.extraction._prompts import PromptLibrary
 
 
 def test_ontology_rejects_relations_that_name_unknown_entity_types() -> None:
@@ -146,3 +147,12 @@ def test_ontology_rejects_an_inverse_declared_on_both_types_of_a_pair() -> None:
     data["relation_types"]["works_on"]["inverse_of"] = "assigned_to"
     with pytest.raises(ValidationError, match="declare it on one type of the pair only"):
         Ontology.model_validate(data)
+
+
+def test_an_ontology_equals_its_copy_whatever_it_cached() -> None:
+    library = PromptLibrary()
+    used, fresh = library.load("extract@9").ontology, library.load("extract@9").ontology.model_copy()
+    hash(used)  # caches its hash
+    assert used.inverses is not None  # and its inverses
+    assert used == fresh and fresh == used
+    assert used != library.load("extract@16").ontology

@@ -154,6 +154,13 @@ class Ontology(BaseModel):
             self._hash = hash(self.model_dump_json())
         return self._hash
 
+    def __eq__(self, other: object) -> bool:
+        # By the types alone: pydantic also compares private attributes, so an ontology whose
+        # hash or inverses were computed (cached) would differ from its own copy.
+        if not isinstance(other, Ontology):
+            return NotImplemented
+        return self.entity_types == other.entity_types and self.relation_types == other.relation_types
+
     @property
     def inverses(self) -> Mapping[str, str]:
         """Canonical type -> its inverse: the declared ``inverse_of``, or the defaults that apply."""
