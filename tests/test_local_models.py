@@ -132,7 +132,10 @@ def test_models_lists_every_packaged_model_without_the_extra(monkeypatch: pytest
     assert qwen["installed"] is installed
     table = CliRunner().invoke(app, ["models"])
     assert table.exit_code == 0 and "local:gemma-3-270m" in table.stdout
-    assert ("To install" in table.stdout) is not installed
+    missing = [model for model in REGISTRY.values() if not model.packages_installed()]
+    said = " ".join(table.stdout.split())
+    assert ("To install" in said) is bool(missing)
+    assert all(model.install_hint in said for model in missing)  # the extra each missing model needs
 
 
 @pytest.mark.parametrize("columns", [80, 60])

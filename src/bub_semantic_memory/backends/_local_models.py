@@ -25,6 +25,7 @@ from bub_semantic_memory._errors import ConfigurationError
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
     "INSTALL_HINT",
+    "PATH_CONTEXT_TOKENS",
     "REGISTRY",
     "SMOKE_INSTALL_HINT",
     "LocalModel",
@@ -44,6 +45,8 @@ SMOKE_INSTALL_HINT = (
     '(or pip install "bub-semantic-memory[local,smoke]")'
 )
 _CHUNK = 8 * 1024 * 1024
+PATH_CONTEXT_TOKENS = 8192
+"""The context a GGUF file given by its path is opened with (``local:/path/model.gguf``)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class LocalModel:
         chat_format: a llama.cpp chat format, or None to use the GGUF's own template.
         context_tokens: the context the backend opens (the model supports at least this).
         parts: the chunk files in order, as (package, resource path inside it).
+        install_hint: how to install its packages (the extra that carries them).
     """
 
     name: str
@@ -71,9 +75,10 @@ class LocalModel:
     chat_format: str | None
     context_tokens: int
     parts: tuple[tuple[str, str], ...]
+    install_hint: str = INSTALL_HINT
 
     def packages_installed(self) -> bool:
-        """Whether every chunk package is importable (the ``local`` extra is installed)."""
+        """Whether every chunk package is importable (the extra that carries it is installed)."""
         return all(importlib.util.find_spec(package) is not None for package, _ in self.parts)
 
 
@@ -121,6 +126,7 @@ REGISTRY: dict[str, LocalModel] = {
             chat_format="gemma",  # no chat template in the file; drops system messages
             context_tokens=4096,
             parts=_gemma_parts(),
+            install_hint=SMOKE_INSTALL_HINT,
         ),
     )
 }
@@ -140,7 +146,7 @@ def resolve_local_file(name: str | None, path: Path | None, *, models_dir: Path)
     if name is None:
         if path is None or not path.is_file():
             raise ConfigurationError(f"local model file not found: {path}")
-        return LocalModelFile(path=path, chat_format=None, context_tokens=8192)
+        return LocalModelFile(path=path, chat_format=None, context_tokens=PATH_CONTEXT_TOKENS)
     model = REGISTRY[name]
     found = _gemma_path(models_dir) if model.name == "gemma-3-270m" else ensure_assembled(model, models_dir)
     return LocalModelFile(path=found, chat_format=model.chat_format, context_tokens=model.context_tokens)

