@@ -254,6 +254,8 @@ def sandbox(tmp_path: Path, server: FakeOpenAIServer) -> tuple[Path, dict[str, s
         "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")]),
         "OPENAI_BASE_URL": server.base_url,
         "OPENAI_API_KEY": "test-key",
+        # 'prompts new' writes into the prompt directory: the sandbox's copy, not the project's
+        "BUB_SEMANTIC_MEMORY_PROMPTS_DIR": str(work / "prompts"),
     }
 
 
