@@ -290,7 +290,8 @@ async def _after_extraction(
     server.responder = SchemaFollowingOracle(OracleResponder(entities=facts, relations=relations))
     snapshots_before = graph.snapshot_count
     background: list[float] = []
-    prepare = plugin.memory._prepare_renders
+    memories = plugin.memory.memories
+    prepare = memories.prepare_renders
 
     def timed_prepare(*args: Any, **kwargs: Any) -> None:
         start = time.perf_counter()
@@ -298,7 +299,7 @@ async def _after_extraction(
         if kwargs.get("stored"):  # after a stored snapshot; not save_state's check of a turn not due
             background.append(time.perf_counter() - start)
 
-    plugin.memory._prepare_renders = timed_prepare  # type: ignore[method-assign]
+    memories.prepare_renders = timed_prepare  # type: ignore[method-assign]
     times: list[float] = []
     requests = opens_seen = 0
     when = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
@@ -318,7 +319,7 @@ async def _after_extraction(
             requests += len(server.requests) - before
             opens_seen += opens.opens
     finally:
-        del plugin.memory._prepare_renders  # the method again
+        del memories.prepare_renders  # the method again
     return times, requests, opens_seen, graph.snapshot_count - snapshots_before, background
 
 

@@ -178,7 +178,14 @@ def test_extract_names_each_skipped_line_only_with_verbose(tmp_path: Path) -> No
     assert "line 1: not valid JSON" in result.stderr and "line 2: expected a JSON object" in result.stderr
 
 
-PROMPT_COMMANDS = [["extract"], ["show"], ["eval", "run"]]
+PROMPT_COMMANDS = [["extract"], ["eval", "run"]]
+READING_COMMANDS = [
+    ["show"],
+    ["memory", "search"],
+    ["memory", "export"],
+    ["memory", "forget"],
+    ["memory", "edits"],
+]
 
 
 @pytest.mark.parametrize("path", PROMPT_COMMANDS, ids=" ".join)
@@ -190,6 +197,15 @@ def test_help_names_the_promoted_prompt_as_the_default(path: list[str]) -> None:
         for c in ("local", "hosted")
     )
     assert f"[default: extract, the version promoted for the model's class: {listed}]" in text
+
+
+@pytest.mark.parametrize("path", READING_COMMANDS, ids=" ".join)
+def test_a_verb_that_reads_a_memory_folds_it_with_the_version_that_extracted_it(path: list[str]) -> None:
+    text = " ".join(help_of(path, columns=200).split())
+    assert (
+        "Prompt version whose ontology folds the memory (default: the version that extracted the tape)"
+        in text
+    )
 
 
 def test_eval_run_defaults_to_the_promoted_prompt(tmp_path: Path) -> None:

@@ -27,8 +27,7 @@ from bub_semantic_memory.evals.extraction import RunOptions, run_eval
 from bub_semantic_memory.extraction._config import CallBounds, ExtractorConfig, default_bounds
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.plugin import SemanticMemoryPlugin
-from bub_semantic_memory.plugin._settings import SemanticMemorySettings
-from bub_semantic_memory.plugin._settings import extractor_config as plugin_config
+from bub_semantic_memory.plugin._settings import SemanticMemorySettings, memory_setup
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, SchemaFollowingOracle
 from tests.conftest import DATA, REPO
 
@@ -191,7 +190,7 @@ def test_a_setting_overrides_one_bound_and_keeps_the_backends_others(monkeypatch
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MODEL", "local")
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_DEADLINE", "900")
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_CHUNK_TOKENS", "800")
-    config = plugin_config(SemanticMemorySettings())
+    config = memory_setup(SemanticMemorySettings()).extractor
     assert config is not None
     bounds = config.resolve(packaged_traits("qwen2.5-coder-1.5b"))
     assert bounds.retry == RetryPolicy(reasks=1, deadline_s=900.0)

@@ -298,6 +298,7 @@ async def test_memory_search_returns_stated_facts_with_their_kind_and_date() -> 
 
     from bub_semantic_memory.agent._search import search_memory
     from bub_semantic_memory.agent._service import MemoryService
+    from bub_semantic_memory.agent._setup import MemorySetup
     from bub_semantic_memory.stores._store import SnapshotStore
 
     caroline = Entity.create("Caroline", "person", evidence=[1])
@@ -312,7 +313,7 @@ async def test_memory_search_returns_stated_facts_with_their_kind_and_date() -> 
     snapshot = make_snapshot([caroline], tape="t", first=1, last=1).model_copy(update={"facts": (fact,)})
     await SnapshotStore(store).append(snapshot)
     ontology = PromptLibrary(None).load("extract@13").ontology
-    service = MemoryService(ontology=lambda: ontology, extractor=lambda: None)
+    service = MemoryService.from_setup(MemorySetup(folds_with=ontology), extractor=lambda: None)
     await service.load("t", store)
     found = search_memory(service, "t", "support group", start="2023-05-01", end="2023-05-31")
     [data] = found["facts"]

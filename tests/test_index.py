@@ -12,8 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot
+from bub_semantic_memory.agent._policy import MemoryPolicy
 from bub_semantic_memory.agent._search import EMPTY_MEMORY, recall_entity, search_memory
-from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+from bub_semantic_memory.agent._service import MemoryService
+from bub_semantic_memory.agent._setup import MemorySetup
 from bub_semantic_memory.evals.qa import make_memory
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory import _index
@@ -424,12 +426,16 @@ async def test_the_index_serves_a_memory_loaded_from_a_checkpoint_as_it_served_t
     sidecar = SnapshotStore(store)
     for item in FACTS:
         await sidecar.append(item)
-    fresh = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None, policy=MemoryPolicy())
+    fresh = MemoryService.from_setup(
+        MemorySetup(folds_with=ONTOLOGY, policy=MemoryPolicy()), extractor=lambda: None
+    )
     await fresh.load("t", store)
     graph = fresh.graph("t")
     assert graph is not None
     assert await sidecar.checkpoint("t", ONTOLOGY)
-    restarted = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None, policy=MemoryPolicy())
+    restarted = MemoryService.from_setup(
+        MemorySetup(folds_with=ONTOLOGY, policy=MemoryPolicy()), extractor=lambda: None
+    )
     await restarted.load("t", store)  # a new process: the newest checkpoint, then the tail
     for question in ("Where does Jonas live?", "Where did my sister move?"):
         assert restarted.search("t", question) == fresh.search("t", question)
@@ -437,7 +443,7 @@ async def test_the_index_serves_a_memory_loaded_from_a_checkpoint_as_it_served_t
 
 
 def test_search_and_recall_say_when_the_memory_is_empty_or_the_name_unknown() -> None:
-    service = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None)
+    service = MemoryService.from_setup(MemorySetup(folds_with=ONTOLOGY), extractor=lambda: None)
     assert search_memory(service, "t", "anything") == {"error": EMPTY_MEMORY}
     assert recall_entity(service, "t", "Jonas") == {"error": EMPTY_MEMORY}
 
@@ -450,7 +456,7 @@ async def test_recall_gives_every_fact_of_an_entity_current_first(tmp_path: Path
     store = FileTapeStore(tmp_path / "tapes")
     for item in FACTS:
         await SnapshotStore(store).append(item)
-    service = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None)
+    service = MemoryService.from_setup(MemorySetup(folds_with=ONTOLOGY), extractor=lambda: None)
     await service.load("t", store)
     recalled = recall_entity(service, "t", "jonas")
     assert recalled["entity"]["name"] == "Jonas Weber"
@@ -578,11 +584,13 @@ async def test_the_plugins_note_for_a_question_that_names_nothing_quotes_the_tap
         store.append("t", TapeEntry(entry_id, "message", {"role": "user", "content": text}, {}, ""))
     for item in FACTS:
         await SnapshotStore(store).append(item)
-    default = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None, policy=MemoryPolicy())
+    default = MemoryService.from_setup(
+        MemorySetup(folds_with=ONTOLOGY, policy=MemoryPolicy()), extractor=lambda: None
+    )
     await default.load("t", store)
     assert "Thursday at 9" in default.block("t", "When is the plumber coming?")
-    facts_only = MemoryService(
-        ontology=lambda: ONTOLOGY, extractor=lambda: None, policy=MemoryPolicy(passage_share=0.0)
+    facts_only = MemoryService.from_setup(
+        MemorySetup(folds_with=ONTOLOGY, policy=MemoryPolicy(passage_share=0.0)), extractor=lambda: None
     )
     await facts_only.load("t", store)
     assert "Thursday" not in facts_only.block("t", "When is the plumber coming?")
@@ -621,9 +629,8 @@ async def test_the_lines_a_note_quotes_are_redacted_by_the_patterns_extraction_u
         store.append("t", TapeEntry(entry_id, "message", {"role": "user", "content": text}, {}, ""))
     for item in FACTS:
         await SnapshotStore(store).append(item)
-    service = MemoryService(
-        ontology=lambda: ONTOLOGY, extractor=lambda: None, redactor=Redactor([r"DOOR-\d+"])
-    )
+    setup = MemorySetup(folds_with=ONTOLOGY, redactor=Redactor([r"DOOR-\d+"]))
+    service = MemoryService.from_setup(setup, extractor=lambda: None)
     await service.load("t", store)
     block = service.block("t", "What is the plumber's door code?")
     assert "plumber's door code" in block and "DOOR-4471" not in block

@@ -51,10 +51,8 @@ async def test_the_documented_path_works_from_the_top_level_names_alone(tmp_path
     assert snapshot.prompt == sm.PromptLibrary().load("extract@1").ref
     store = InMemoryTapeStore()
     await sm.SnapshotStore(store).append(snapshot)
-    memory = sm.MemoryService(
-        ontology=lambda: sm.PromptLibrary().load("extract@1").ontology,
-        extractor=lambda: None,
-        policy=sm.MemoryPolicy(budget=200),
+    memory = sm.MemoryService.from_setup(
+        sm.MemorySetup(prompt="extract@1", policy=sm.MemoryPolicy(budget=200))
     )
     graph = await memory.load("t", store)
     assert isinstance(graph, sm.MemoryGraph)

@@ -13,7 +13,9 @@ from bub.store import InMemoryTapeStore
 from bub.tape import TapeEntry
 
 from bub_semantic_memory._models import Entity, Relation, Snapshot
-from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+from bub_semantic_memory.agent._policy import MemoryPolicy
+from bub_semantic_memory.agent._service import MemoryService
+from bub_semantic_memory.agent._setup import MemorySetup
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.stores._store import SnapshotStore, memory_tape_name
@@ -55,11 +57,11 @@ def user_turns(store: InMemoryTapeStore, *texts: str) -> None:
 
 
 def service(extractor: ScriptedExtractor | None, **policy: Any) -> MemoryService:
-    return MemoryService(
-        ontology=lambda: ONTOLOGY,
-        extractor=lambda: extractor,  # type: ignore[arg-type,return-value]
+    setup = MemorySetup(
+        folds_with=ONTOLOGY,
         policy=MemoryPolicy(**{"every_turns": 2, "min_new_tokens": 0, "retry_cooldown": 60.0, **policy}),
     )
+    return MemoryService.from_setup(setup, extractor=lambda: extractor)  # type: ignore[arg-type,return-value]
 
 
 async def settle(memory: MemoryService) -> None:
@@ -246,7 +248,7 @@ async def test_after_a_purge_an_extraction_never_stores_the_erased_name(tmp_path
     await settle(memory)
     result = await MemoryEditor(store, TAPE, ONTOLOGY, by="cli").forget("Maya Lin", purge=True)
     assert result.purge is not None and result.purge.snapshots == 1
-    memory._extractor = again  # type: ignore[assignment]  # the same process extracts on
+    memory.scheduler._extractor = again  # type: ignore[assignment]  # the same process extracts on
     for text in ("I moved to Porto.", "It is sunny."):
         store.append(TAPE, TapeEntry.message({"role": "user", "content": text}))
     memory.schedule(TAPE, store)
@@ -345,12 +347,8 @@ async def test_a_tape_another_process_has_claimed_is_left_for_a_later_turn() -> 
     def claim(tape: str) -> Iterator[bool]:
         yield tape not in claimed
 
-    memory = MemoryService(
-        ontology=lambda: ONTOLOGY,
-        extractor=lambda: extractor,  # type: ignore[arg-type,return-value]
-        policy=MemoryPolicy(every_turns=1, min_new_tokens=0),
-        claim=claim,
-    )
+    setup = MemorySetup(folds_with=ONTOLOGY, policy=MemoryPolicy(every_turns=1, min_new_tokens=0))
+    memory = MemoryService.from_setup(setup, extractor=lambda: extractor, claim=claim)  # type: ignore[arg-type,return-value]
     user_turns(store, "Hi, I'm Maya Lin.")
     await end_of_turn(memory, store)
     assert extractor.calls == [] and memory.stats["claimed_elsewhere"] == 1

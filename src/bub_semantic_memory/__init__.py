@@ -68,7 +68,9 @@ from bub_semantic_memory.tape._transcript import ReadReport, Transcript, read_ta
 
 if TYPE_CHECKING:
     from bub_semantic_memory.agent._editing import MemoryEditor
-    from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+    from bub_semantic_memory.agent._policy import MemoryPolicy
+    from bub_semantic_memory.agent._service import MemoryService
+    from bub_semantic_memory.agent._setup import MemorySetup
     from bub_semantic_memory.stores._store import SnapshotStore, session_tape_name, validate_tape_name
 
 # Names whose modules import bub, loaded on first use.
@@ -77,7 +79,8 @@ _LAZY = {
     "session_tape_name": "stores._store",
     "validate_tape_name": "stores._store",
     "MemoryService": "agent._service",
-    "MemoryPolicy": "agent._service",
+    "MemoryPolicy": "agent._policy",
+    "MemorySetup": "agent._setup",
     "MemoryEditor": "agent._editing",
 }
 
@@ -107,6 +110,7 @@ __all__ = [
     "MemoryGraph",
     "MemoryPolicy",
     "MemoryService",
+    "MemorySetup",
     "Ontology",
     "OutputTruncatedError",
     "PromptError",

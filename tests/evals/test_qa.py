@@ -138,14 +138,14 @@ async def test_memory_is_what_the_plugins_memory_service_injects(tmp_path: Path)
     from bub.framework import BubFramework
     from bub.store import FileTapeStore
 
-    from bub_semantic_memory.agent._service import MemoryPolicy
+    from bub_semantic_memory.agent._policy import MemoryPolicy
     from bub_semantic_memory.plugin import SemanticMemoryPlugin
-    from bub_semantic_memory.plugin._settings import SemanticMemorySettings, memory_policy
+    from bub_semantic_memory.plugin._settings import SemanticMemorySettings, memory_setup
     from bub_semantic_memory.stores._store import SnapshotStore
 
     snapshots, dropped = snapshots_of("t", gold(), ONTOLOGY, last_entry_id=5, source="gold")
     assert dropped == []
-    budget = memory_policy(SemanticMemorySettings()).budget
+    budget = memory_setup(SemanticMemorySettings()).policy.budget
     assert budget == MemoryPolicy().budget == QAOptions(ontology=ONTOLOGY).budget  # the plugin's config
     ours = await memory_context("memory", "t", snapshots, ONTOLOGY, "Where does Jonas live?", budget=budget)
     store = FileTapeStore(tmp_path / "tapes")

@@ -270,7 +270,7 @@ async def test_the_agents_forget_leaves_a_persons_pin_in_place(harness: Harness,
         ontology = plugin.ontology
         await MemoryEditor(store, tape, ontology, by="cli:owner").set("Maya Lin", "role", "team lead")
         await plugin.memory.load(tape, store)
-        await plugin.memory._reload(tape, store)
+        await plugin.memory.memories.reload(tape, store)
         await call_tool("memory.forget", tape, name="Maya Lin")
         await plugin.save_state(
             session_id="cli:test", state={TAPE_STATE_KEY: tape}, message=None, model_output=""

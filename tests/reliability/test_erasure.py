@@ -34,8 +34,10 @@ from typer.testing import CliRunner
 from bub_semantic_memory._errors import EditError
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory.agent._editing import MemoryEditor
+from bub_semantic_memory.agent._policy import MemoryPolicy
 from bub_semantic_memory.agent._search import recall_entity, search_memory
-from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+from bub_semantic_memory.agent._service import MemoryService
+from bub_semantic_memory.agent._setup import MemorySetup
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._export import export_memory
@@ -263,11 +265,8 @@ async def paths(backend: Backend) -> dict[str, Any]:
         loaded_before = await SnapshotStore(store).load_graph(TAPE, ONTOLOGY)
         exported = export_memory(loaded_before.graph, format="json")  # written before the purge
         held = HeldExtractor()
-        service = MemoryService(
-            ontology=lambda: ONTOLOGY,
-            extractor=lambda: held,  # type: ignore[arg-type,return-value]
-            policy=MemoryPolicy(every_turns=1, min_new_tokens=0),
-        )
+        setup = MemorySetup(folds_with=ONTOLOGY, policy=MemoryPolicy(every_turns=1, min_new_tokens=0))
+        service = MemoryService.from_setup(setup, extractor=lambda: held)  # type: ignore[arg-type,return-value]
         await service.load(TAPE, store)
         from bub.tape import TapeEntry
 
@@ -401,7 +400,7 @@ def file_store(tmp_path: Path) -> FileTapeStore:
 
 
 async def loaded_service(store: FileTapeStore) -> MemoryService:
-    service = MemoryService(ontology=lambda: ONTOLOGY, extractor=lambda: None)
+    service = MemoryService.from_setup(MemorySetup(folds_with=ONTOLOGY), extractor=lambda: None)
     await service.load(TAPE, store)
     return service
 

@@ -144,7 +144,7 @@ async def test_a_hundred_turns_against_a_failing_endpoint(
     assert report.issues == [] and len({s.id for s in stored}) == len(stored)
     assert all(b[0] == a[1] + 1 for a, b in itertools.pairwise(ranges)) and ranges[-1][1] == graph.watermark
 
-    ref = plugin._library().load(plugin.settings.prompt).ref
+    ref = plugin.memory.setup.load_template().ref
     table = outcomes.table(
         "plugin",
         f"{TURNS} bub turns against a failing extraction endpoint, prompt {ref}",

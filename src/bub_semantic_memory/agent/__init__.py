@@ -1,14 +1,38 @@
 """The memory of running agents, without bub's hooks.
 
-:class:`MemoryService` loads each tape's graph once, renders blocks for questions and
-extracts in the background by a cadence; the notes module places memory notes between
-turns so an agent's prompt prefix stays cacheable. :class:`MemoryEditor` makes a person's
-edits of a tape's memory on its store (the CLI's ``memory`` verbs).
+:class:`MemorySetup` resolves, once, everything that decides a tape's memory (what extracts it,
+the prompt version and ontology, the cadence and note budget, the redactor) and builds the rest:
+the :class:`MemoryService` of running agents (a tape's graph loaded once, notes rendered for
+questions, extraction in the background by the cadence) and a person's :class:`MemoryEditor`.
+:class:`MemoryPolicy` holds the cadence and budget defaults, written once.
+
+The names load on first use: the service and the editor import bub's tape stores, which the
+policy and a command's ``--help`` do not need.
 """
 
 from __future__ import annotations
 
-from bub_semantic_memory.agent._editing import EditResult, MemoryEditor
-from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["EditResult", "MemoryEditor", "MemoryPolicy", "MemoryService"]
+if TYPE_CHECKING:
+    from bub_semantic_memory.agent._editing import EditResult, MemoryEditor
+    from bub_semantic_memory.agent._policy import MemoryPolicy
+    from bub_semantic_memory.agent._service import MemoryService
+    from bub_semantic_memory.agent._setup import MemorySetup
+
+__all__ = ["EditResult", "MemoryEditor", "MemoryPolicy", "MemoryService", "MemorySetup"]
+
+_MODULES = {
+    "EditResult": "_editing",
+    "MemoryEditor": "_editing",
+    "MemoryPolicy": "_policy",
+    "MemoryService": "_service",
+    "MemorySetup": "_setup",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
 
     from bub_semantic_memory._ontology import Ontology
+    from bub_semantic_memory.agent._setup import MemorySetup
 
 __all__ = ["EditResult", "MemoryEditor"]
 
@@ -99,6 +100,20 @@ class MemoryEditor:
         self.by = by
         self.archive_dir = archive_dir
         self._graph: MemoryGraph | None = None
+
+    @classmethod
+    def from_setup(
+        cls,
+        setup: MemorySetup,
+        store: TapeStore | AsyncTapeStore,
+        tape: str,
+        *,
+        by: str,
+        archive_dir: Path | None = None,
+    ) -> MemoryEditor:
+        """A person's editor of ``tape``'s memory, folding it with ``setup``'s ontology (a setup from
+        :meth:`~._setup.MemorySetup.for_tape` folds it with the version that extracted it)."""
+        return cls(store, tape, setup.ontology, by=by, archive_dir=archive_dir)
 
     async def graph(self) -> MemoryGraph:
         """The tape's memory as stored now (read once, then after each edit)."""

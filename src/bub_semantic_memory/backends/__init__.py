@@ -2,8 +2,8 @@
 
 The model-spec grammar (``local``, ``local:<name|path>``, anything else is a hosted model),
 the backends behind it with the traits each declares (:class:`BackendTraits`, and the
-:data:`ModelClass` a spec belongs to: :func:`model_class_of`), transport retries and usage
-accounting, and the packaged local models.
+:data:`ModelClass` they belong to; :func:`declared_traits` knows a spec's before it is opened),
+transport retries and usage accounting, and the packaged local models.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from bub_semantic_memory.backends._local_models import REGISTRY, LocalModel
 from bub_semantic_memory.backends._specs import (
     LocalSpec,
+    declared_traits,
     is_local_spec,
-    model_class_of,
     open_backend,
     parse_local_spec,
 )
@@ -33,8 +33,8 @@ __all__ = [
     "ModelClass",
     "OpenAIBackend",
     "RetryPolicy",
+    "declared_traits",
     "is_local_spec",
-    "model_class_of",
     "open_backend",
     "parse_local_spec",
 ]

@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bub_semantic_memory._errors import ConfigurationError
-from bub_semantic_memory.backends._local_models import DEFAULT_LOCAL_MODEL, REGISTRY
+from bub_semantic_memory.backends._local_models import DEFAULT_LOCAL_MODEL, PATH_CONTEXT_TOKENS, REGISTRY
 
 if TYPE_CHECKING:
-    from bub_semantic_memory.backends._transport import ChatBackend, ModelClass
+    from bub_semantic_memory.backends._transport import BackendTraits, ChatBackend
 
-__all__ = ["LocalSpec", "is_local_spec", "model_class_of", "model_note", "open_backend", "parse_local_spec"]
+__all__ = ["LocalSpec", "declared_traits", "is_local_spec", "model_note", "open_backend", "parse_local_spec"]
 
 _PREFIX = "local:"
 
@@ -84,9 +84,24 @@ def model_note(spec: str) -> str:
     return f"{local.name} ({purpose}); local CPU model, hosted models may score otherwise"
 
 
-def model_class_of(spec: str) -> ModelClass:
-    """The class of the backend a spec opens: ``local`` (in this process) or ``hosted``."""
-    return "local" if is_local_spec(spec) else "hosted"
+def declared_traits(spec: str) -> BackendTraits:
+    """What the backend ``spec`` opens declares about itself, known without opening it (no model file
+    is assembled or loaded, no client is made): a model in this process decodes under a grammar
+    with a known context; anything else is an endpoint (:data:`~._transport.HOSTED`).
+
+    The prompt version a memory uses is chosen from these traits (the version promoted for their
+    model class) before any extractor exists; an opened backend declares the same class.
+
+    Raises:
+        ConfigurationError: ``local:<name>`` with a name that is neither packaged nor a path.
+    """
+    from bub_semantic_memory.backends._transport import HOSTED, BackendTraits
+
+    local = parse_local_spec(spec)
+    if local is None:
+        return HOSTED
+    context = REGISTRY[local.name].context_tokens if local.name is not None else PATH_CONTEXT_TOKENS
+    return BackendTraits(in_process=True, grammar_constrained=True, context_tokens=context)
 
 
 def open_backend(

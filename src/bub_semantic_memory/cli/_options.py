@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from bub_semantic_memory.agent._policy import MemoryPolicy
 from bub_semantic_memory.cli._common import API_KEY_ENV, print_table, stderr, stdout
 from bub_semantic_memory.extraction._config import ExtractorConfig, default_bounds
 
 if TYPE_CHECKING:
+    from bub_semantic_memory.agent._setup import MemorySetup
     from bub_semantic_memory.evals import Fixture
     from bub_semantic_memory.evals.extraction import Report
 
@@ -59,6 +61,60 @@ REQUEST_TIMEOUT = _setting(
     help=f"Seconds per HTTP request to the endpoint (default: {_DEFAULT['request_timeout']}).",
     show_default=False,
 )
+CHUNK_TOKENS = _setting(
+    None,
+    "--chunk-tokens",
+    min=200,
+    help=f"Transcript tokens per extraction call (default: {_DEFAULT['chunk_tokens']}).",
+    show_default=False,
+)
+TRANSPORT_ATTEMPTS = _setting(
+    None,
+    "--transport-attempts",
+    min=1,
+    max=10,
+    help="Requests per call against an endpoint that keeps failing "
+    f"(default: {_DEFAULT['transport_attempts']}).",
+    show_default=False,
+)
+REDACT_PATTERNS = _setting(
+    [], "--redact-patterns", help="An extra regular expression to redact (repeatable).", show_default=False
+)
+REDACT_ALLOWLIST = _setting(
+    [],
+    "--redact-allowlist",
+    help="A regular expression of finds to keep unredacted, matched in full (repeatable).",
+    show_default=False,
+)
+EVERY_TURNS = _setting(
+    None,
+    "--every-turns",
+    min=1,
+    help=f"With --cadence plugin: extract after every N-th user turn (default: {MemoryPolicy.every_turns}).",
+    show_default=False,
+)
+MIN_NEW_TOKENS = _setting(
+    None,
+    "--min-new-tokens",
+    min=0,
+    help="With --cadence plugin: or once the new transcript reaches this many tokens, 0: off "
+    f"(default: {MemoryPolicy.min_new_tokens}).",
+    show_default=False,
+)
+BUDGET = _setting(
+    MemoryPolicy.budget,
+    "--budget",
+    "-b",
+    min=50,
+    help="Token budget of a memory note (the plugin's setting).",
+)
+PASSAGE_SHARE = _setting(
+    MemoryPolicy.passage_share,
+    "--passage-share",
+    min=0.0,
+    max=1.0,
+    help="Share of the budget for the transcript lines that match the question best (the plugin's setting).",
+)
 CACHE_DIR = typer.Option(Path(".cache/eval"), "--cache-dir", help="Response cache directory.")
 
 
@@ -72,6 +128,38 @@ def extractor_config(params: Mapping[str, Any] | None = None, /, **options: Any)
     the plugin.
     """
     return ExtractorConfig.from_settings(params or {}, **options)
+
+
+def memory_setup(
+    params: Mapping[str, Any] | None = None, /, *, extract: bool = True, **options: Any
+) -> MemorySetup:
+    """The memory setup of a command's options (the CLI builds one nowhere else): what
+    :meth:`MemorySetup.from_settings`, the plugin's builder too, makes of them. ``extract=False`` for
+    the verbs that read and edit memory and never extract."""
+    from bub_semantic_memory.agent._setup import MemorySetup
+
+    return MemorySetup.from_settings(params or {}, extract=extract, **options)
+
+
+FOLDING_PROMPT = typer.Option(
+    None,
+    "--prompt",
+    "-p",
+    help="Prompt version whose ontology folds the memory (default: the version that extracted the tape).",
+    show_default=False,
+)
+
+
+async def tape_setup(
+    store: Any, tape: str, *, prompt: str | None, prompts_dir: Path | None, **policy: Any
+) -> MemorySetup:
+    """The setup of a verb that reads or edits ``tape``'s memory (it never extracts): folding with
+    ``--prompt``'s ontology when given, else with the version that extracted the tape (see
+    :meth:`MemorySetup.for_tape`), so every verb reads a memory as the plugin that made it does."""
+    setup = memory_setup({"prompt": prompt, "prompts_dir": prompts_dir, **policy}, extract=False)
+    if prompt is not None:
+        return setup.replace(folds_with=setup.ontology)
+    return await setup.for_tape(store, tape)
 
 
 def load_selected(directory: Path, tags: list[str], ids: list[str]) -> list[Fixture]:

@@ -18,10 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from bub_semantic_memory.cli._app import PROMOTED_PROMPT
 from bub_semantic_memory.cli._common import TAPES_DIR_OPTION, fail, handle_errors, stderr, stdout, tape_store
-from bub_semantic_memory.cli._options import PROMPTS_DIR
-from bub_semantic_memory.extraction._prompts import PromptLibrary
+from bub_semantic_memory.cli._options import FOLDING_PROMPT, PROMPTS_DIR, tape_setup
 
 if TYPE_CHECKING:  # the stores and the agent layer import bub: loaded when a verb runs
     from bub_semantic_memory.agent._editing import EditResult, MemoryEditor
@@ -34,9 +32,7 @@ SESSION = typer.Option(
     None, "--session", help="A bub session id, with --workspace ('bub run' uses cli:local)."
 )
 WORKSPACE = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session.")
-PROMPT = typer.Option(
-    PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version whose ontology folds the memory."
-)
+PROMPT = FOLDING_PROMPT
 BY = typer.Option(None, "--by", help="Who makes the edit, for the log (default: cli:<login name>).")
 JSON = typer.Option(False, "--json", help="Print the edit, what it changed and what a purge erased, as JSON.")
 
@@ -85,20 +81,20 @@ def run_edit(
     name: str,
     *,
     tapes_dir: Path | None,
-    prompt: str,
+    prompt: str | None,
     prompts_dir: Path | None,
     by: str | None,
     act: Callable[[MemoryEditor], Awaitable[EditResult]],
 ) -> EditResult:
     """Open the store, make the edit with a :class:`MemoryEditor`, return what it did."""
-    from bub_semantic_memory.agent._editing import MemoryEditor
 
-    ontology = PromptLibrary(prompts_dir).load(prompt).ontology
+    from bub_semantic_memory.agent._editing import MemoryEditor
 
     async def run() -> EditResult:
         async with tape_store(tapes_dir) as store:
-            editor = MemoryEditor(
-                store, name, ontology, by=author(by), archive_dir=archive_directory(tapes_dir)
+            setup = await tape_setup(store, name, prompt=prompt, prompts_dir=prompts_dir)
+            editor = MemoryEditor.from_setup(
+                setup, store, name, by=author(by), archive_dir=archive_directory(tapes_dir)
             )
             return await act(editor)
 
@@ -181,7 +177,7 @@ def forget(
     tape: str | None = TAPE,
     session: str | None = SESSION,
     workspace: Path = WORKSPACE,
-    prompt: str = PROMPT,
+    prompt: str | None = PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     by: str | None = BY,
@@ -222,7 +218,7 @@ def set_attribute(
     tape: str | None = TAPE,
     session: str | None = SESSION,
     workspace: Path = WORKSPACE,
-    prompt: str = PROMPT,
+    prompt: str | None = PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     by: str | None = BY,
@@ -240,7 +236,7 @@ def unset(
     tape: str | None = TAPE,
     session: str | None = SESSION,
     workspace: Path = WORKSPACE,
-    prompt: str = PROMPT,
+    prompt: str | None = PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     by: str | None = BY,
@@ -258,7 +254,7 @@ def merge(
     tape: str | None = TAPE,
     session: str | None = SESSION,
     workspace: Path = WORKSPACE,
-    prompt: str = PROMPT,
+    prompt: str | None = PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     by: str | None = BY,
@@ -276,7 +272,7 @@ def split(
     tape: str | None = TAPE,
     session: str | None = SESSION,
     workspace: Path = WORKSPACE,
-    prompt: str = PROMPT,
+    prompt: str | None = PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     by: str | None = BY,
@@ -298,7 +294,7 @@ def end(
     tape: str | None = TAPE,
     session: str | None = SESSION,
     workspace: Path = WORKSPACE,
-    prompt: str = PROMPT,
+    prompt: str | None = PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     by: str | None = BY,
@@ -317,7 +313,7 @@ def undo(
     tape: str | None = TAPE,
     session: str | None = SESSION,
     workspace: Path = WORKSPACE,
-    prompt: str = PROMPT,
+    prompt: str | None = PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     by: str | None = BY,
@@ -332,7 +328,7 @@ def list_edits(
     tape: str | None = TAPE,
     session: str | None = SESSION,
     workspace: Path = WORKSPACE,
-    prompt: str = PROMPT,
+    prompt: str | None = PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the edits as a JSON array."),
@@ -342,11 +338,11 @@ def list_edits(
     from bub_semantic_memory.agent._editing import MemoryEditor
 
     tape_of = tape_name(tape, session, workspace)
-    ontology = PromptLibrary(prompts_dir).load(prompt).ontology
 
     async def run() -> EditBook:
         async with tape_store(tapes_dir) as store:
-            return (await MemoryEditor(store, tape_of, ontology, by=author(None)).graph()).edits
+            setup = await tape_setup(store, tape_of, prompt=prompt, prompts_dir=prompts_dir)
+            return (await MemoryEditor.from_setup(setup, store, tape_of, by=author(None)).graph()).edits
 
     book = asyncio.run(run())
     if as_json:

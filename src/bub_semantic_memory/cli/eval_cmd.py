@@ -91,6 +91,10 @@ def run(
     reasks: int | None = opt.REASKS,
     deadline: float | None = opt.DEADLINE,
     request_timeout: float | None = opt.REQUEST_TIMEOUT,
+    transport_attempts: int | None = opt.TRANSPORT_ATTEMPTS,
+    chunk_tokens: int | None = opt.CHUNK_TOKENS,
+    redact_patterns: list[str] = opt.REDACT_PATTERNS,
+    redact_allowlist: list[str] = opt.REDACT_ALLOWLIST,
     concurrency: int = opt.CONCURRENCY,
     out: Path | None = typer.Option(Path("reports/latest"), "--out", "-o", help="Where to write report.*"),
     replay: bool = typer.Option(False, "--replay", help="Use only cached responses; a miss is a failure."),
@@ -103,8 +107,10 @@ def run(
         "tape",
         "--cadence",
         help="tape: each tape whole, in windows of chunk_tokens; plugin: replayed turn by turn and "
-        "extracted when the plugin would (every 6th user turn, 1,200 new tokens or a handoff).",
+        "extracted when the plugin would (every_turns user turns, min_new_tokens new tokens or a handoff).",
     ),
+    every_turns: int | None = opt.EVERY_TURNS,
+    min_new_tokens: int | None = opt.MIN_NEW_TOKENS,
 ) -> None:
     """Run prompt versions over the fixtures: scores, a side-by-side table, report files.
 
@@ -112,15 +118,17 @@ def run(
     of its own. Gold that cannot be scored (types outside the ontology, relations to
     non-entities) is reported before the run starts.
     """
-    from bub_semantic_memory.backends._specs import model_class_of, model_note
+    from bub_semantic_memory.backends._specs import model_note
     from bub_semantic_memory.evals.extraction import Cadence, RunOptions, run_eval
 
     if replay and no_cache:
         fail("--replay and --no-cache exclude each other", code=2)
     if cadence not in ("tape", "plugin"):
         fail(f"--cadence must be tape or plugin, not {cadence!r}", code=2)
-    config = opt.extractor_config(ctx.params)  # model, endpoint, mode, bounds and prompts_dir
-    templates = [config.library().load(ref, model_class=model_class_of(model)) for ref in prompts]
+    setup = opt.memory_setup(ctx.params)  # every setting the plugin has, by its name
+    assert setup.extractor is not None
+    config = setup.extractor
+    templates = [config.library().load(ref, model_class=setup.traits.model_class) for ref in prompts]
     selected = opt.load_selected(fixtures, tags, ids)
     dataset_ontology = _dataset_ontology(fixtures)
     labels = _label_space(selected, dataset_ontology or templates[0].ontology, label_map)
@@ -133,6 +141,7 @@ def run(
         label_map=labels,
         ontology=dataset_ontology,
         cadence=cast("Cadence", cadence),  # checked above
+        policy=setup.policy,
     )
     if note := model_note(model):
         stderr.print(f"Model: {note}", markup=False)

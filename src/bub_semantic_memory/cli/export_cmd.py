@@ -11,7 +11,7 @@ import typer
 
 from bub_semantic_memory._errors import EditError
 from bub_semantic_memory.cli._common import TAPES_DIR_OPTION, fail, handle_errors, stderr, stdout, tape_store
-from bub_semantic_memory.cli._options import PROMPTS_DIR
+from bub_semantic_memory.cli._options import PROMPTS_DIR, tape_setup
 from bub_semantic_memory.cli.edit_cmd import (
     BY,
     JSON,
@@ -24,7 +24,6 @@ from bub_semantic_memory.cli.edit_cmd import (
     show,
     tape_name,
 )
-from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._export import EXPORT_FORMATS, export_memory, read_export
 from bub_semantic_memory.memory._graph import MemoryGraph
 
@@ -49,7 +48,7 @@ def export(
     tape: str | None = TAPE,
     session: str | None = SESSION,
     workspace: Path = WORKSPACE,
-    prompt: str = PROMPT,
+    prompt: str | None = PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
 ) -> None:
@@ -61,11 +60,11 @@ def export(
     from bub_semantic_memory.agent._editing import MemoryEditor
 
     name = tape_name(tape, session, workspace)
-    ontology = PromptLibrary(prompts_dir).load(prompt).ontology
 
     async def load() -> MemoryGraph:
         async with tape_store(tapes_dir) as store:
-            return await MemoryEditor(store, name, ontology, by=author(None)).graph()
+            setup = await tape_setup(store, name, prompt=prompt, prompts_dir=prompts_dir)
+            return await MemoryEditor.from_setup(setup, store, name, by=author(None)).graph()
 
     graph = asyncio.run(load())
     text = export_memory(graph, format=chosen, history=history)
@@ -104,7 +103,7 @@ def import_memory(
     tape: str | None = TAPE,
     session: str | None = SESSION,
     workspace: Path = WORKSPACE,
-    prompt: str = PROMPT,
+    prompt: str | None = PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     by: str | None = BY,

@@ -27,21 +27,23 @@ from bub_semantic_memory.cli._common import (
 from bub_semantic_memory.cli._options import (
     API_KEY,
     BASE_URL,
+    BUDGET,
     DEADLINE,
+    FOLDING_PROMPT,
     MODE,
     MODEL,
+    PASSAGE_SHARE,
     PROMPTS_DIR,
     REASKS,
     REQUEST_TIMEOUT,
     extractor_config,
+    tape_setup,
 )
 from bub_semantic_memory.cli.edit_cmd import SESSION, tape_name
 from bub_semantic_memory.cli.edit_cmd import register as register_edits
 from bub_semantic_memory.cli.export_cmd import register as register_export
 from bub_semantic_memory.extraction._extractor import Extractor
-from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.memory._render import DEFAULT_BUDGET, DEFAULT_PASSAGE_SHARE
 from bub_semantic_memory.tape._transcript import Entry, ReadReport, read_tape_file
 
 if TYPE_CHECKING:  # the stores and the agent layer import bub: loaded when a command runs
@@ -199,12 +201,19 @@ async def _no_memory(name: str, backend: Any) -> str:
     return f"no memory for tape {name} ({why}); tapes with a memory: {', '.join(known[:_LISTED])}{more}"
 
 
-def _load_or_fail(service: MemoryService, name: str, tapes_dir: Path | None) -> MemoryGraph:
-    """:func:`_load` in the tape store ``--tapes-dir`` names (else bub's); no memory: exit 1."""
+def _load_or_fail(
+    name: str, tapes_dir: Path | None, *, prompt: str | None, prompts_dir: Path | None, **policy: Any
+) -> tuple[MemoryService, MemoryGraph]:
+    """The tape's memory in the tape store ``--tapes-dir`` names (else bub's), as the plugin loads
+    it, under the setup :func:`~._options.tape_setup` makes; no memory: exit 1."""
 
-    async def load() -> MemoryGraph:
+    from bub_semantic_memory.agent._service import MemoryService
+
+    async def load() -> tuple[MemoryService, MemoryGraph]:
         async with tape_store(tapes_dir) as backend:
-            return await _load(service, name, backend)
+            setup = await tape_setup(backend, name, prompt=prompt, prompts_dir=prompts_dir, **policy)
+            service = MemoryService.from_setup(setup, extractor=lambda: None)
+            return service, await _load(service, name, backend)
 
     try:
         return asyncio.run(load())
@@ -220,9 +229,7 @@ def search(
     workspace: Path = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session."),
     entity_type: str | None = typer.Option(None, "--type", help="Only entities of this type."),
     limit: int = typer.Option(10, "--limit", "-n", min=1, max=50, help="At most this many facts."),
-    prompt: str = typer.Option(
-        PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version whose ontology folds the memory."
-    ),
+    prompt: str | None = FOLDING_PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     as_json: bool = typer.Option(
@@ -231,13 +238,9 @@ def search(
 ) -> None:
     """Search a tape's memory as the agent's memory.search tool does: facts and entities, best first."""
     from bub_semantic_memory.agent._search import search_memory
-    from bub_semantic_memory.agent._service import MemoryService
 
     name = tape_name(tape, session, workspace)
-    ontology = PromptLibrary(prompts_dir).load(prompt).ontology
-    service = MemoryService(ontology=lambda: ontology, extractor=lambda: None)
-
-    _load_or_fail(service, name, tapes_dir)
+    service, _ = _load_or_fail(name, tapes_dir, prompt=prompt, prompts_dir=prompts_dir)
     result = search_memory(service, name, query, entity_type=entity_type, limit=limit)
     if as_json:
         stdout.print(json.dumps(result, indent=2, ensure_ascii=False), markup=False)
@@ -272,35 +275,22 @@ def show(
     ),
     workspace: Path = typer.Option(Path(), "--workspace", "-w", help="The bub workspace of --session."),
     query: str = typer.Option("", "--query", "-q", help="The user message to rank facts for."),
-    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", min=50, help="Token budget of the block."),
-    passage_share: float = typer.Option(
-        DEFAULT_PASSAGE_SHARE,
-        "--passage-share",
-        min=0.0,
-        max=1.0,
-        help="Share of the budget for the transcript lines that match --query best (the plugin setting "
-        "of that name).",
-    ),
-    prompt: str = typer.Option(
-        PROMOTED_PROMPT, "--prompt", "-p", help="Prompt version whose ontology folds the memory."
-    ),
+    budget: int = BUDGET,
+    passage_share: float = PASSAGE_SHARE,
+    prompt: str | None = FOLDING_PROMPT,
     prompts_dir: Path | None = PROMPTS_DIR,
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the block and its statistics as JSON."),
 ) -> None:
     """Print exactly the memory block that would be injected for TAPE."""
-    from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
     from bub_semantic_memory.stores._store import session_tape_name, validate_tape_name
 
     if (tape is None) == (session is None):
         fail("give either a TAPE name or --session", code=2)
     name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
-    ontology = PromptLibrary(prompts_dir).load(prompt).ontology
-
-    policy = MemoryPolicy(budget=budget, passage_share=passage_share)
-    service = MemoryService(ontology=lambda: ontology, extractor=lambda: None, policy=policy)
-
-    graph = _load_or_fail(service, name, tapes_dir)
+    service, graph = _load_or_fail(
+        name, tapes_dir, prompt=prompt, prompts_dir=prompts_dir, budget=budget, passage_share=passage_share
+    )
     block = service.render(name, query)  # the plugin's own path: ranked, evidence quoted
     if as_json:
         payload = {

@@ -42,7 +42,7 @@ from bub_semantic_memory._errors import (
 )
 from bub_semantic_memory._models import PromptRef
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.backends._specs import model_class_of
+from bub_semantic_memory.backends._specs import declared_traits
 from bub_semantic_memory.backends._transport import BILLED_CLASSES, MODEL_CLASSES, ModelClass
 from bub_semantic_memory.extraction._strategies import (
     DEFAULT_STRATEGY,
@@ -385,7 +385,7 @@ class Manifest(BaseModel):
         if not isinstance(value, dict):
             return value
         return {
-            name: {model_class_of(str(entry.get("model", ""))): entry}
+            name: {declared_traits(str(entry.get("model", ""))).model_class: entry}
             if isinstance(entry, dict) and "version" in entry
             else entry
             for name, entry in value.items()

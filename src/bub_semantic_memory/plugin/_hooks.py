@@ -52,11 +52,10 @@ from bub import hookimpl
 from bub.tape import TapeContext
 
 from bub_semantic_memory.agent._injection import MemoryNote, NoteBook, shown_lines, split_at_notes
-from bub_semantic_memory.agent._service import MemoryService
+from bub_semantic_memory.agent._setup import MemorySetup
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.plugin._tools import SUBAGENT_PREFIX, register_memory_tools
 from bub_semantic_memory.stores._store import MemorySidecar, session_tape_name
-from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import strip_bub_header
 
 if TYPE_CHECKING:
@@ -64,10 +63,10 @@ if TYPE_CHECKING:
     from bub.tape import TapeEntry
 
     from bub_semantic_memory._ontology import Ontology
+    from bub_semantic_memory.agent._service import MemoryService
     from bub_semantic_memory.backends._transport import ChatBackend
     from bub_semantic_memory.extraction._config import ExtractorConfig
     from bub_semantic_memory.extraction._extractor import Extractor
-    from bub_semantic_memory.extraction._prompts import PromptLibrary
     from bub_semantic_memory.plugin._settings import SemanticMemorySettings
 
 __all__ = ["SemanticMemoryPlugin"]
@@ -136,21 +135,33 @@ class SemanticMemoryPlugin:
 
     @property
     def memory(self) -> MemoryService:
-        """The memory service, built from the settings on first use."""
+        """The memory service, built from the settings on first use (no backend is opened)."""
         if self._memory is None:
-            from bub_semantic_memory.plugin._settings import memory_policy
+            from bub_semantic_memory.agent._service import MemoryService
 
-            self._memory = MemoryService(
-                ontology=self._ontology,
-                extractor=self._build_extractor,
-                policy=memory_policy(self.settings),
-                stats=self.stats,
-                redactor=Redactor(
-                    list(self.settings.redact_patterns), allowlist=list(self.settings.redact_allowlist)
-                ),
-                claim=self._claim,
+            self._memory = MemoryService.from_setup(
+                self._setup(), extractor=self._build_extractor, stats=self.stats, claim=self._claim
             )
         return self._memory
+
+    def _setup(self) -> MemorySetup:
+        """The settings' memory setup; an invalid extraction setting leaves memory readable."""
+        from bub_semantic_memory.plugin._settings import memory_setup
+
+        try:
+            setup = memory_setup(self.settings)
+        except Exception as exc:
+            logger.warning("semantic memory: extraction is off: %s", exc)
+            self.stats["configuration_errors"] += 1
+            return MemorySetup.from_settings(self.settings.model_dump(), extract=False)
+        if setup.extractor is None:
+            logger.warning(
+                "semantic memory: cannot derive an OpenAI-compatible endpoint from bub's model settings; "
+                "set BUB_SEMANTIC_MEMORY_MODEL and BUB_SEMANTIC_MEMORY_BASE_URL. Extraction is off."
+            )
+        elif self._tune_extractor is not None:
+            setup = setup.replace(extractor=self._tune_extractor(setup.extractor))
+        return setup
 
     def _claim(self, tape: str) -> contextlib.AbstractContextManager[bool]:
         """A model in this process extracts a tape only while no catch-up process does."""
@@ -164,57 +175,23 @@ class SemanticMemoryPlugin:
     def ontology(self) -> Ontology:
         return self.memory.ontology
 
-    def _ontology(self) -> Ontology:
-        """The ontology of the prompt version the extractor uses (promoted for its model's class).
-
-        Read from the settings' model spec: building the extractor here would open its backend
-        on the turn's path. When no version is promoted for the class (extraction is then off,
-        and says why), memory already stored is still folded with a promoted version's ontology.
-        """
-        from bub_semantic_memory._errors import PromptNotFoundError
-        from bub_semantic_memory.backends._specs import model_class_of
-        from bub_semantic_memory.plugin._settings import resolve_endpoint
-
-        endpoint = resolve_endpoint(self.settings)
-        model_class = model_class_of(endpoint.model) if endpoint is not None else None
-        library = self._library()
-        try:
-            return library.load(self.settings.prompt, model_class=model_class).ontology
-        except PromptNotFoundError:
-            if model_class is None:
-                raise
-            return library.load(self.settings.prompt).ontology
-
-    def _library(self) -> PromptLibrary:
-        from bub_semantic_memory.extraction._prompts import PromptLibrary
-
-        return PromptLibrary(self.settings.prompts_dir)
-
     def _build_extractor(self) -> Extractor | None:
         from bub_semantic_memory._logging import quiet_dependencies
-        from bub_semantic_memory.extraction._extractor import Extractor
-        from bub_semantic_memory.plugin._settings import extractor_config
 
         # The plugin's own warning says what failed, once; the host's own requests keep their logs.
         quiet_dependencies("extraction")
+        config = self.memory.setup.extractor
+        if config is None:
+            return None
         try:
-            config = extractor_config(self.settings)
-            if config is None:
-                logger.warning(
-                    "semantic memory: cannot derive an OpenAI-compatible endpoint from bub's model settings; "
-                    "set BUB_SEMANTIC_MEMORY_MODEL and BUB_SEMANTIC_MEMORY_BASE_URL. Extraction is off."
-                )
-                return None
-            if self._tune_extractor is not None:
-                config = self._tune_extractor(config)
             backend = self._open_backend(config) if self._open_backend is not None else None
-            extractor = Extractor(config, backend=backend)
-            self._in_process = extractor.traits.in_process
-            return extractor
+            extractor = self.memory.setup.open_extractor(backend=backend)
         except Exception as exc:
             logger.warning("semantic memory: extraction is off: %s", exc)
             self.stats["configuration_errors"] += 1
             return None
+        self._in_process = extractor is not None and extractor.traits.in_process
+        return extractor
 
     def _tool_tape(self, context: Any) -> str:
         """The tape whose memory a tool call reads: the one load_state recorded, else the call's own."""

@@ -17,16 +17,16 @@ import bub
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from bub_semantic_memory.agent._service import MemoryPolicy
+from bub_semantic_memory.agent._policy import MemoryPolicy
+from bub_semantic_memory.agent._setup import MemorySetup
 from bub_semantic_memory.backends._specs import is_local_spec
-from bub_semantic_memory.extraction._config import ExtractorConfig, default_bounds
+from bub_semantic_memory.extraction._config import default_bounds
 
 __all__ = [
     "ModelEndpoint",
     "SemanticMemorySettings",
-    "extractor_config",
     "load_settings",
-    "memory_policy",
+    "memory_setup",
     "resolve_endpoint",
 ]
 
@@ -68,7 +68,9 @@ class SemanticMemorySettings(bub.Settings):
     prompts_dir: Path | None = Field(
         default=None, description="A prompt directory replacing the bundled one."
     )
-    budget: int = Field(default=800, ge=50, description="Token budget of the injected memory block.")
+    budget: int = Field(
+        default=MemoryPolicy.budget, ge=50, description="Token budget of the injected memory block."
+    )
     passage_share: float = Field(
         default=MemoryPolicy.passage_share,
         ge=0,
@@ -84,10 +86,14 @@ class SemanticMemorySettings(bub.Settings):
         ),
     )
     every_turns: int = Field(
-        default=6, ge=1, description="Extract after every N-th user turn (and at handoffs and shutdown)."
+        default=MemoryPolicy.every_turns,
+        ge=1,
+        description="Extract after every N-th user turn (and at handoffs and shutdown).",
     )
     min_new_tokens: int = Field(
-        default=1200, ge=0, description="Or as soon as the new transcript reaches this many tokens (0: off)."
+        default=MemoryPolicy.min_new_tokens,
+        ge=0,
+        description="Or as soon as the new transcript reaches this many tokens (0: off).",
     )
     chunk_tokens: int | None = Field(
         default=None,
@@ -137,13 +143,15 @@ class SemanticMemorySettings(bub.Settings):
         ),
     )
     retry_cooldown: float = Field(
-        default=30.0,
+        default=MemoryPolicy.retry_cooldown,
         ge=0,
         description="Seconds to wait after a failed extraction before trying that tape again.",
     )
-    max_concurrent: int = Field(default=2, ge=1, description="Extractions running at once across sessions.")
+    max_concurrent: int = Field(
+        default=MemoryPolicy.max_concurrent, ge=1, description="Extractions running at once across sessions."
+    )
     checkpoint_every: int = Field(
-        default=200,
+        default=MemoryPolicy.checkpoint_every,
         ge=0,
         description="Store a checkpoint of the folded memory after this many new snapshots (0: never).",
     )
@@ -201,38 +209,21 @@ def resolve_endpoint(settings: SemanticMemorySettings) -> ModelEndpoint | None:
     )
 
 
-def extractor_config(settings: SemanticMemorySettings) -> ExtractorConfig | None:
-    """The plugin's extractor configuration, or None when no endpoint can be derived.
+def memory_setup(settings: SemanticMemorySettings) -> MemorySetup:
+    """The plugin's memory setup: :meth:`MemorySetup.from_settings`, the builder of the CLI and the
+    evals too, with the endpoint derived from bub's model settings.
 
-    Built by :meth:`ExtractorConfig.from_settings`, the builder of the CLI and the evals too,
-    with the endpoint derived from bub's model settings. A bound left unset stays ``None``, so
-    the plugin runs the backend's defaults (those of :meth:`ExtractorConfig.resolve`), exactly
-    as the CLI and the evals do for the same model.
+    A bound left unset stays ``None``, so the plugin runs the backend's defaults, exactly as the
+    CLI and the evals do for the same model. When no endpoint can be derived, the setup reads and
+    shows memory but extracts nothing (``extractor`` is None).
 
     Raises:
         ConfigurationError: a setting is invalid (an unknown mode, for example).
     """
+    values = settings.model_dump()
     endpoint = resolve_endpoint(settings)
     if endpoint is None:
-        return None
-    return ExtractorConfig.from_settings(
-        settings.model_dump(), model=endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key
+        return MemorySetup.from_settings(values, extract=False)
+    return MemorySetup.from_settings(
+        values, model=endpoint.model, base_url=endpoint.base_url, api_key=endpoint.api_key
     )
-
-
-_POLICY_SETTINGS = {
-    "budget",
-    "every_turns",
-    "min_new_tokens",
-    "max_concurrent",
-    "retry_cooldown",
-    "checkpoint_every",
-    "passage_share",
-    "max_agent_forgets",
-}
-"""The settings a :class:`MemoryPolicy` takes, by the same names."""
-
-
-def memory_policy(settings: SemanticMemorySettings) -> MemoryPolicy:
-    """The plugin's extraction cadence, injection budget and bounds."""
-    return MemoryPolicy(**settings.model_dump(include=_POLICY_SETTINGS))

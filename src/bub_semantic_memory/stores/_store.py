@@ -47,7 +47,7 @@ from bub.tape import TapeEntry
 from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import EditError, StoreError, TapeNameError
 from bub_semantic_memory._gc import gc_paused
-from bub_semantic_memory._models import Relation, RelationKey, Snapshot
+from bub_semantic_memory._models import PromptRef, Relation, RelationKey, Snapshot
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.memory._edits import EditBook
 from bub_semantic_memory.memory._graph import MemoryGraph
@@ -270,6 +270,12 @@ class SnapshotStore:
         report = ReadReport(source=sidecar, log_level=log_level)
         tail = await sidecar_reader(self.store, self.directory).read_after(sidecar, after, report)
         return tail, report
+
+    async def extracted_by(self, tape: str) -> PromptRef | None:
+        """The prompt version that extracted ``tape``'s newest snapshot (None: nothing extracted yet)."""
+        tail, _ = await self.read_after(tape, 0, log_level=logging.DEBUG)
+        newest = max(tail.snapshots, key=lambda s: s.last_entry_id, default=None)
+        return newest.prompt if newest is not None else None
 
     async def erasures(self, tape: str) -> list[Edit]:
         """The erasures a purge recorded in ``tape``'s sidecar (see :mod:`._erasure`)."""

@@ -28,7 +28,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bub_semantic_memory._errors import GateError
-from bub_semantic_memory.backends._specs import model_class_of
+from bub_semantic_memory.backends._specs import declared_traits
 from bub_semantic_memory.backends._transport import ModelClass
 from bub_semantic_memory.evals._dataset import Fixture
 from bub_semantic_memory.evals.extraction._cost import (
@@ -156,7 +156,7 @@ async def promote(
         GateError: the candidate regressed or is over its class's budget; the message lists
             every reason.
     """
-    model_class = model_class_of(options.model)
+    model_class = declared_traits(options.model).model_class
     cost = await _cost_within_budget(candidate, model_class, options, budget_session, fixtures_dir, budgets)
     if baseline is None:
         current = library.manifest().promotion(candidate.name, model_class)

@@ -17,7 +17,9 @@ from typing import Any
 
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+from bub_semantic_memory.agent._policy import MemoryPolicy
+from bub_semantic_memory.agent._service import MemoryService
+from bub_semantic_memory.agent._setup import MemorySetup
 from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.stores._store import SnapshotStore, append_entries
 from bub_semantic_memory.tape._transcript import Entry
@@ -69,7 +71,9 @@ async def replay_as_plugin(
     from bub.store import InMemoryTapeStore
 
     cadence = replace(policy or MemoryPolicy(), retry_cooldown=0.0, checkpoint_every=0, max_concurrent=1)
-    service = MemoryService(ontology=lambda: ontology, extractor=lambda: extractor, policy=cadence)
+    service = MemoryService.from_setup(
+        MemorySetup(policy=cadence, folds_with=ontology), extractor=lambda: extractor
+    )
     store: Any = InMemoryTapeStore()
     appended = 0
     for end in turn_ends(entries):

@@ -25,6 +25,7 @@ from rich.console import Console
 from bub_semantic_memory._errors import ExtractionError, ReplayMissError
 from bub_semantic_memory._models import Snapshot, Usage
 from bub_semantic_memory._ontology import Ontology
+from bub_semantic_memory.agent._policy import MemoryPolicy
 from bub_semantic_memory.backends._specs import model_note
 from bub_semantic_memory.backends._transport import ChatBackend
 from bub_semantic_memory.evals._dataset import (
@@ -85,6 +86,8 @@ class RunOptions:
             ``semantic-memory extract`` reads a finished tape); ``plugin`` replays it turn by
             turn through the plugin's memory service, which extracts at its cadence (see
             :mod:`._replay`): the windows an agent's memory is made of.
+        policy: the plugin's cadence a ``plugin`` replay runs (``every_turns``,
+            ``min_new_tokens``); the plugin's defaults when None.
     """
 
     extractor: ExtractorConfig
@@ -98,6 +101,7 @@ class RunOptions:
     http_client: Any = None
     progress: bool = True
     cadence: Cadence = "tape"
+    policy: MemoryPolicy | None = None
 
     @property
     def model(self) -> str:
@@ -169,9 +173,7 @@ class _PromptRunner:
         if self.prompt.candidates:  # the names the schema offers: a change in the heuristic changes them
             extra["candidates_sha256"] = _sha256(json.dumps(candidate_names(transcript.lines)))
         if self.options.cadence == "plugin":  # other windows, other answers
-            from bub_semantic_memory.agent._service import MemoryPolicy
-
-            policy = MemoryPolicy()
+            policy = self.options.policy or MemoryPolicy()
             extra["cadence"] = {"every_turns": policy.every_turns, "min_new_tokens": policy.min_new_tokens}
         return cache_key(
             **substituted,
@@ -217,7 +219,9 @@ class _PromptRunner:
         """The fixture's tape replayed through the plugin's service; entries it never extracted fail it."""
         from bub_semantic_memory.evals.extraction._replay import replay_as_plugin
 
-        replayed = await replay_as_plugin(entries, self.extractor, self.prompt.ontology, tape=fixture.id)
+        replayed = await replay_as_plugin(
+            entries, self.extractor, self.prompt.ontology, tape=fixture.id, policy=self.options.policy
+        )
         made = sum(s.usage.requests for s in replayed.snapshots)
         if replayed.uncovered_after is not None:
             error = ExtractionError(

@@ -215,7 +215,9 @@ async def memory_context(
     shows after the facts). ``passage_share`` replaces the policy's (None: the plugin's default)."""
     from bub.store import InMemoryTapeStore
 
-    from bub_semantic_memory.agent._service import MemoryPolicy, MemoryService
+    from bub_semantic_memory.agent._policy import MemoryPolicy
+    from bub_semantic_memory.agent._service import MemoryService
+    from bub_semantic_memory.agent._setup import MemorySetup
     from bub_semantic_memory.stores._store import SnapshotStore, append_entries
 
     store: Any = InMemoryTapeStore()
@@ -226,7 +228,9 @@ async def memory_context(
     policy = MemoryPolicy(
         budget=budget, passage_share=MemoryPolicy.passage_share if passage_share is None else passage_share
     )
-    service = MemoryService(ontology=lambda: ontology, extractor=lambda: None, policy=policy)
+    service = MemoryService.from_setup(
+        MemorySetup(policy=policy, folds_with=ontology), extractor=lambda: None
+    )
     await service.load(tape, store)
     return _context(condition, service.block(tape, question))
 
