@@ -11,6 +11,7 @@ layers.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -374,3 +375,72 @@ def test_evals_modules_import_each_other_by_their_private_paths() -> None:
         for target in sorted(targets & faces)
     ]
     assert not through_faces, through_faces
+
+
+# -- faces: what a layer offers the others ---------------------------------------------------------
+
+FACE_EXCEPTIONS: dict[str, str] = {}
+"""``importer -> private module`` pairs allowed to bypass a layer's face, each with the reason (none today)."""
+
+
+def private_cross_layer_imports() -> list[str]:
+    """Imports of another layer's private module (``from bub_semantic_memory.memory._graph import ...``)."""
+    found = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        importer = module_name(path)
+        if layer(importer) == "package":
+            continue
+        for target in imported_modules(path):
+            parts = target.split(".")
+            private = any(part.startswith("_") for part in parts[2:])
+            other_layer = layer(target) not in (layer(importer), "foundation", "package")
+            if private and other_layer and f"{importer} -> {target}" not in FACE_EXCEPTIONS:
+                found.append(f"{importer} imports {target}")
+    return sorted(set(found))
+
+
+def test_a_layer_uses_another_only_through_its_face() -> None:
+    bypassing = private_cross_layer_imports()
+    assert not bypassing, "\n".join(bypassing)
+
+
+def test_every_module_is_a_face_or_private() -> None:
+    public = [
+        path.relative_to(SOURCE).as_posix()
+        for path in SOURCE.rglob("*.py")
+        if path.name != "__init__.py" and not path.name.startswith("_")
+    ]
+    assert public == []
+
+
+LAYER_FACES = sorted(name for name in _BELOW if (SOURCE / name / "__init__.py").exists())
+
+
+@pytest.mark.parametrize("name", LAYER_FACES)
+def test_each_layer_face_says_what_it_owns_and_exports_only_what_it_has(name: str) -> None:
+    import importlib
+
+    face = importlib.import_module(f"{PACKAGE}.{name}")
+    assert face.__doc__, f"{name}/__init__.py has no docstring"
+    exported = getattr(face, "__all__", None)
+    assert exported, f"{name}/__init__.py has no __all__"
+    assert len(exported) == len(set(exported)) and all(hasattr(face, n) for n in exported)
+
+
+# -- docs/architecture.md names the modules there are -------------------------------------------
+
+ARCHITECTURE = SOURCE.parents[1] / "docs" / "architecture.md"
+
+
+def test_the_architecture_document_names_every_module_and_no_other() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    files = {p.stem for p in SOURCE.rglob("_*.py") if p.stem != "__init__"}
+    named = set(re.findall(r"`(_[a-z][a-z0-9_]*)(?:\.py)?`", text)) | set(
+        re.findall(r"\b(_[a-z][a-z0-9_]*)\.py\b", text)
+    )
+    assert sorted(files - named) == [], "modules the document does not name"
+    assert sorted(named - files) == [], "names in the document that are no module"
+    folders = {
+        p.parent.relative_to(SOURCE).as_posix() for p in SOURCE.rglob("__init__.py") if p.parent != SOURCE
+    }
+    assert all(f"{folder}/" in text or f"`{folder.rsplit('/', 1)[-1]}`" in text for folder in folders)

@@ -14,7 +14,7 @@ from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import EditError
 from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot
 from bub_semantic_memory.extraction._prompts import PromptLibrary
-from bub_semantic_memory.memory import _editing as build
+from bub_semantic_memory.memory import _edit_builder as build
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.stores._store import SnapshotStore
 from tests.conftest import make_snapshot

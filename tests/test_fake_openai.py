@@ -74,7 +74,7 @@ async def aclient(server: FakeOpenAIServer) -> AsyncIterator[openai.AsyncOpenAI]
 
 def test_import_starts_nothing() -> None:
     code = (
-        "import threading, bub_semantic_memory.testing as t, bub_semantic_memory.testing.fake_openai as f\n"
+        "import threading, bub_semantic_memory.testing as t, bub_semantic_memory.testing._fake_openai as f\n"
         "assert threading.active_count() == 1, threading.enumerate()\n"
         "assert set(f.__all__) <= set(t.__all__)\n"
         "assert all(hasattr(t, n) for n in t.__all__)\n"

@@ -556,7 +556,7 @@ def test_new_lines_are_indexed_as_they_come_and_a_changed_line_replaces_its_old_
 
 
 def test_a_line_that_names_a_forgotten_entity_is_not_shown_unless_said_after_the_forget() -> None:
-    from bub_semantic_memory.memory._editing import forget_entity
+    from bub_semantic_memory.memory._edit_builder import forget_entity
 
     before = MemoryGraph.fold(FACTS, ONTOLOGY, tape="t")
     forgotten = forget_entity(before, LENA.key, at=7, by="test")
@@ -598,7 +598,7 @@ async def test_the_plugins_note_for_a_question_that_names_nothing_quotes_the_tap
 
 
 def test_a_forget_hides_lines_that_use_a_first_name_and_the_lines_of_a_forgotten_relation() -> None:
-    from bub_semantic_memory.memory._editing import forget_entity, forget_relation
+    from bub_semantic_memory.memory._edit_builder import forget_entity, forget_relation
 
     before = MemoryGraph.fold(FACTS, ONTOLOGY, tape="t")
     question = "Where does Jonas live? Lisbon Berlin"

@@ -22,7 +22,7 @@ from bub_semantic_memory.extraction._responses import build_response_model
 from bub_semantic_memory.extraction._validation import ValidationScope
 from bub_semantic_memory.tape._transcript import Transcript
 from bub_semantic_memory.testing import OracleResponder
-from bub_semantic_memory.testing.fake_openai import CHAT_COMPLETIONS_PATH, CompletionReply, RecordedRequest
+from bub_semantic_memory.testing._fake_openai import CHAT_COMPLETIONS_PATH, CompletionReply, RecordedRequest
 from tests.conftest import rendered_lines
 
 # (name, text, whether the text mentions the name)

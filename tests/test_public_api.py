@@ -136,3 +136,30 @@ def test_every_name_the_source_refers_to_through_a_layer_is_exported_by_it() -> 
         and name not in importlib.import_module(f"bub_semantic_memory.{layer}").__all__
     ]
     assert not wrong, "referred to but neither a module nor exported:\n" + "\n".join(wrong)
+
+
+PUBLIC_API = {
+    # data
+    "Entity", "Relation", "Fact", "Snapshot", "Usage", "PromptRef", "Edit", "Ontology", "RelationType",
+    "entity_key", "normalize_name",
+    # tapes
+    "read_tape_file", "render_transcript", "Transcript", "ReadReport", "Redactor",
+    # extraction
+    "Extractor", "ExtractorConfig", "PromptLibrary", "PromptTemplate", "RetryPolicy",
+    # memory
+    "MemoryGraph", "MemoryBlock", "render_memory", "export_memory",
+    # a tape's memory in a store, and of running agents
+    "SnapshotStore", "session_tape_name", "validate_tape_name",
+    "MemorySetup", "MemoryPolicy", "MemoryService", "MemoryEditor",
+    # errors
+    "SemanticMemoryError", "ConfigurationError", "TapeNameError", "TapeReadError", "PromptError",
+    "PromptNotFoundError", "PromptFormatError", "PromptIntegrityError", "StoreError", "EditError",
+    "ExtractionError", "TransportError", "ValidationExhaustedError", "OutputTruncatedError",
+    "ReplayMissError", "EvalError", "FixtureError", "GateError",
+}  # fmt: skip
+
+
+def test_the_package_exports_exactly_its_public_api() -> None:
+    """The root's face, pinned: a name added or dropped is a change of the public API, made here too."""
+    assert set(bub_semantic_memory.__all__) == PUBLIC_API
+    assert len(bub_semantic_memory.__all__) == len(PUBLIC_API)

@@ -219,7 +219,7 @@ class CitesOldEntries(ScriptedExtractor):
 
 
 async def test_a_forget_made_by_another_process_leaves_the_loaded_memory_at_the_next_extraction() -> None:
-    from bub_semantic_memory.agent._editing import MemoryEditor
+    from bub_semantic_memory.agent._editor import MemoryEditor
 
     store, extractor = InMemoryTapeStore(), ScriptedExtractor()
     memory = service(extractor)
@@ -237,7 +237,7 @@ async def test_a_forget_made_by_another_process_leaves_the_loaded_memory_at_the_
 async def test_after_a_purge_an_extraction_never_stores_the_erased_name(tmp_path: Any) -> None:
     from bub.store import FileTapeStore
 
-    from bub_semantic_memory.agent._editing import MemoryEditor
+    from bub_semantic_memory.agent._editor import MemoryEditor
 
     store = FileTapeStore(tmp_path)
     first, again = ScriptedExtractor(), CitesOldEntries()

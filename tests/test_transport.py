@@ -39,7 +39,7 @@ from bub_semantic_memory.testing import (
     status_reply,
     text_reply,
 )
-from bub_semantic_memory.testing.fake_openai import CompletionReply, RecordedRequest, Reply
+from bub_semantic_memory.testing._fake_openai import CompletionReply, RecordedRequest, Reply
 from tests.conftest import FAST
 
 MESSAGES = [{"role": "user", "content": "hello"}]

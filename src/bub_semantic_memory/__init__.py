@@ -67,7 +67,7 @@ from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import ReadReport, Transcript, read_tape_file, render_transcript
 
 if TYPE_CHECKING:
-    from bub_semantic_memory.agent._editing import MemoryEditor
+    from bub_semantic_memory.agent._editor import MemoryEditor
     from bub_semantic_memory.agent._policy import MemoryPolicy
     from bub_semantic_memory.agent._service import MemoryService
     from bub_semantic_memory.agent._setup import MemorySetup
@@ -81,7 +81,7 @@ _LAZY = {
     "MemoryService": "agent._service",
     "MemoryPolicy": "agent._policy",
     "MemorySetup": "agent._setup",
-    "MemoryEditor": "agent._editing",
+    "MemoryEditor": "agent._editor",
 }
 
 

@@ -4,7 +4,7 @@ The memory is derived from the tape, and extraction is incremental: a fact a per
 or erased must not come back from an old snapshot folded again, a checkpoint, or a new
 extraction of old entries. So an edit is not a change made to the folded graph; it is an entry
 of the tape's memory sidecar, beside the snapshots, that every fold applies (see
-:mod:`bub_semantic_memory.memory._edits`): every store and every worker sees it the way it sees
+:mod:`bub_semantic_memory.memory._edit_rules`): every store and every worker sees it the way it sees
 a snapshot, and the history stays auditable (who, when, what).
 
 Each edit has a tape position, :attr:`Edit.at`: the last tape entry when it was made. It wins

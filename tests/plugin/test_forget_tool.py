@@ -257,7 +257,7 @@ async def test_the_agent_forgets_at_most_max_agent_forgets_entities_in_a_turn(
 
 
 async def test_the_agents_forget_leaves_a_persons_pin_in_place(harness: Harness, outcomes: Outcomes) -> None:
-    from bub_semantic_memory.agent._editing import MemoryEditor
+    from bub_semantic_memory.agent._editor import MemoryEditor
 
     harness.extractions["Maya Lin"] = MAYA
     framework, _plugin, _stub = harness.framework()

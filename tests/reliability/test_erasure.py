@@ -33,7 +33,7 @@ from typer.testing import CliRunner
 
 from bub_semantic_memory._errors import EditError
 from bub_semantic_memory._models import Snapshot
-from bub_semantic_memory.agent._editing import MemoryEditor
+from bub_semantic_memory.agent._editor import MemoryEditor
 from bub_semantic_memory.agent._policy import MemoryPolicy
 from bub_semantic_memory.agent._search import recall_entity, search_memory
 from bub_semantic_memory.agent._service import MemoryService
@@ -467,7 +467,7 @@ def test_point_2_a_purge_cannot_be_undone_runs_again_and_holds_against_later_wri
 def test_point_3_her_old_entries_extracted_again_under_any_form_never_bring_her_back(
     purged: bool, outcomes: Outcomes
 ) -> None:
-    from bub_semantic_memory.memory import _editing as build
+    from bub_semantic_memory.memory import _edit_builder as build
 
     graph = MemoryGraph.fold(scenario.extracted(), ONTOLOGY, tape=TAPE)
     edit = build.forget_entity(graph, build.find_entity(graph, "Alice Chen"), at=10, by="cli:owner")

@@ -25,7 +25,7 @@ from bub.store import AsyncTapeStore, AsyncTapeStoreAdapter, TapeQuery, TapeStor
 from bub.tape import Tape, TapeContext, TapeEntry
 
 from bub_semantic_memory._models import Entity, Fact, Relation, Snapshot
-from bub_semantic_memory.agent._editing import MemoryEditor
+from bub_semantic_memory.agent._editor import MemoryEditor
 from bub_semantic_memory.evals.extraction import ResponseCache
 from bub_semantic_memory.memory._export import GRAPHML_NS, MemoryExport, export_memory, read_export
 from bub_semantic_memory.memory._graph import MemoryGraph
@@ -173,7 +173,7 @@ async def test_an_edit_after_the_newest_checkpoint_folds_everything_again(backen
     async with backend.open() as store:
         await seed(store)
         graph = (await SnapshotStore(store).load_graph(TAPE, ONTOLOGY)).graph
-        from bub_semantic_memory.memory._editing import find_entity, forget_entity
+        from bub_semantic_memory.memory._edit_builder import find_entity, forget_entity
 
         await SnapshotStore(store).append_edit(
             forget_entity(graph, find_entity(graph, "Ali"), at=10, by="test")

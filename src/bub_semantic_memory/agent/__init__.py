@@ -7,7 +7,9 @@ questions, extraction in the background by the cadence) and a person's :class:`M
 :class:`MemoryPolicy` holds the cadence and budget defaults, written once.
 
 The names load on first use: the service and the editor import bub's tape stores, which the
-policy and a command's ``--help`` do not need.
+policy and a command's ``--help`` do not need. :mod:`._injection` (memory notes between an
+agent's turns), :mod:`._search` (what ``memory.search`` and ``memory.recall`` answer) and
+:mod:`._tool_names` serve the plugin.
 """
 
 from __future__ import annotations
@@ -16,16 +18,39 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bub_semantic_memory.agent._editing import EditResult, MemoryEditor
+    from bub_semantic_memory.agent._editor import EditResult, MemoryEditor
+    from bub_semantic_memory.agent._injection import MemoryNote, NoteBook, shown_lines, split_at_notes
     from bub_semantic_memory.agent._policy import MemoryPolicy
+    from bub_semantic_memory.agent._search import recall_entity, search_memory
     from bub_semantic_memory.agent._service import MemoryService
     from bub_semantic_memory.agent._setup import MemorySetup
+    from bub_semantic_memory.agent._tool_names import MEMORY_TOOLS
 
-__all__ = ["EditResult", "MemoryEditor", "MemoryPolicy", "MemoryService", "MemorySetup"]
+__all__ = [
+    "MEMORY_TOOLS",
+    "EditResult",
+    "MemoryEditor",
+    "MemoryNote",
+    "MemoryPolicy",
+    "MemoryService",
+    "MemorySetup",
+    "NoteBook",
+    "recall_entity",
+    "search_memory",
+    "shown_lines",
+    "split_at_notes",
+]
 
 _MODULES = {
-    "EditResult": "_editing",
-    "MemoryEditor": "_editing",
+    "MEMORY_TOOLS": "_tool_names",
+    "MemoryNote": "_injection",
+    "NoteBook": "_injection",
+    "recall_entity": "_search",
+    "search_memory": "_search",
+    "shown_lines": "_injection",
+    "split_at_notes": "_injection",
+    "EditResult": "_editor",
+    "MemoryEditor": "_editor",
     "MemoryPolicy": "_policy",
     "MemoryService": "_service",
     "MemorySetup": "_setup",

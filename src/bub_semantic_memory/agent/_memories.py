@@ -21,12 +21,18 @@ from typing import TYPE_CHECKING, Any
 from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import EditError
 from bub_semantic_memory.agent._tool_names import is_memory_tool
-from bub_semantic_memory.memory._editing import changes, find_entity, forget_entity
-from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.memory._index import MemoryIndex, Ranking
-from bub_semantic_memory.memory._render import MemoryBlock, render_memory
-from bub_semantic_memory.stores._store import MemoryLoad, SnapshotStore, fetch_tape
-from bub_semantic_memory.tape._transcript import ReadReport, render_transcript
+from bub_semantic_memory.memory import (
+    MemoryBlock,
+    MemoryGraph,
+    MemoryIndex,
+    Ranking,
+    changes,
+    find_entity,
+    forget_entity,
+    render_memory,
+)
+from bub_semantic_memory.stores import MemoryLoad, SnapshotStore, fetch_tape
+from bub_semantic_memory.tape import ReadReport, render_transcript
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore

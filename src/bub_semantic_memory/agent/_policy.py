@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bub_semantic_memory.memory._render import DEFAULT_BUDGET, DEFAULT_PASSAGE_SHARE
+from bub_semantic_memory.memory import DEFAULT_BUDGET, DEFAULT_PASSAGE_SHARE
 
 __all__ = ["MemoryPolicy"]
 

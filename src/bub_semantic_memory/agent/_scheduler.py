@@ -26,15 +26,15 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.stores._store import SnapshotStore, fetch_tape
-from bub_semantic_memory.tape._transcript import render_transcript
+from bub_semantic_memory.stores import SnapshotStore, fetch_tape
+from bub_semantic_memory.tape import render_transcript
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
 
     from bub_semantic_memory.agent._memories import TapeMemories
-    from bub_semantic_memory.extraction._extractor import Extractor
-    from bub_semantic_memory.memory._graph import MemoryGraph
+    from bub_semantic_memory.extraction import Extractor
+    from bub_semantic_memory.memory import MemoryGraph
 
 __all__ = ["ExtractionScheduler"]
 

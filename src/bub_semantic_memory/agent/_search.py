@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from bub_semantic_memory.agent._service import MemoryService
-    from bub_semantic_memory.memory._graph import MemoryGraph
-    from bub_semantic_memory.memory._index import Finding
+    from bub_semantic_memory.memory import Finding, MemoryGraph
 
 __all__ = ["EMPTY_MEMORY", "recall_entity", "search_memory"]
 

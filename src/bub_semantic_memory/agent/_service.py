@@ -31,10 +31,8 @@ if TYPE_CHECKING:
 
     from bub_semantic_memory._ontology import Ontology
     from bub_semantic_memory.agent._setup import MemorySetup
-    from bub_semantic_memory.extraction._extractor import Extractor
-    from bub_semantic_memory.memory._graph import MemoryGraph
-    from bub_semantic_memory.memory._index import MemoryIndex, Ranking
-    from bub_semantic_memory.memory._render import MemoryBlock
+    from bub_semantic_memory.extraction import Extractor
+    from bub_semantic_memory.memory import MemoryBlock, MemoryGraph, MemoryIndex, Ranking
 
 __all__ = ["MemoryPolicy", "MemoryService"]
 

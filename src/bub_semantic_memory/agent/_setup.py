@@ -28,19 +28,17 @@ from typing import TYPE_CHECKING, Any
 
 from bub_semantic_memory._errors import PromptNotFoundError
 from bub_semantic_memory.agent._policy import MemoryPolicy
-from bub_semantic_memory.backends._specs import declared_traits
-from bub_semantic_memory.backends._transport import HOSTED, BackendTraits
-from bub_semantic_memory.extraction._config import ExtractorConfig
-from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate
-from bub_semantic_memory.tape._redact import Redactor
+from bub_semantic_memory.backends import HOSTED, BackendTraits, declared_traits
+from bub_semantic_memory.extraction import ExtractorConfig, PromptLibrary, PromptTemplate
+from bub_semantic_memory.tape import Redactor
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
 
     from bub_semantic_memory._models import PromptRef
     from bub_semantic_memory._ontology import Ontology
-    from bub_semantic_memory.backends._transport import ChatBackend
-    from bub_semantic_memory.extraction._extractor import Extractor
+    from bub_semantic_memory.backends import ChatBackend
+    from bub_semantic_memory.extraction import Extractor
 
 __all__ = ["MemorySetup"]
 
@@ -141,7 +139,7 @@ class MemorySetup:
     async def for_tape(self, store: TapeStore | AsyncTapeStore, tape: str) -> MemorySetup:
         """This setup, folding ``tape`` with the ontology of the version that extracted its newest
         snapshot (unchanged when nothing was extracted yet, or that version is not in the library)."""
-        from bub_semantic_memory.stores._store import SnapshotStore
+        from bub_semantic_memory.stores import SnapshotStore
 
         recorded = self._recorded(await SnapshotStore(store).extracted_by(tape))
         return self if recorded is None else self.replace(folds_with=recorded.ontology)
@@ -166,7 +164,7 @@ class MemorySetup:
     def open_extractor(self, *, backend: ChatBackend | None = None) -> Extractor | None:
         """The extractor (None when this setup does not extract); ``backend`` instead of the one
         the model spec opens (tests, an embedding application)."""
-        from bub_semantic_memory.extraction._extractor import Extractor
+        from bub_semantic_memory.extraction import Extractor
 
         if self.extractor is None:
             return None

@@ -17,12 +17,12 @@ import typer
 from bub_semantic_memory.cli import (
     _app,
     _common,
-    eval_cmd,
-    memory_cmd,
-    models_cmd,
-    prompts_cmd,
-    qa_cmd,
-    serve_cmd,
+    _eval_cmd,
+    _memory_cmd,
+    _models_cmd,
+    _prompts_cmd,
+    _qa_cmd,
+    _serve_cmd,
 )
 
 __all__ = ["app", "bub_app", "main"]
@@ -50,7 +50,7 @@ def _root(
     _common.configure_logging(verbose)
 
 
-eval_cmd.app.command("qa")(qa_cmd.qa)
+_eval_cmd.app.command("qa")(_qa_cmd.qa)
 
 
 def _build(help_text: str, *, verbs_at_top: bool) -> _app.App:
@@ -58,12 +58,12 @@ def _build(help_text: str, *, verbs_at_top: bool) -> _app.App:
     :func:`bub_app`)."""
     root = _app.new_app(help_text, name="semantic-memory", cls=_app.CommandGroup)
     root.callback()(_root)
-    memory_cmd.register(root, verbs_at_top=verbs_at_top)
-    root.add_typer(prompts_cmd.app, name="prompts")
-    root.add_typer(eval_cmd.app, name="eval")
-    root.add_typer(eval_cmd.fixtures_app, name="fixtures")
-    root.command("models")(models_cmd.models)
-    root.command("serve")(serve_cmd.serve)
+    _memory_cmd.register(root, verbs_at_top=verbs_at_top)
+    root.add_typer(_prompts_cmd.app, name="prompts")
+    root.add_typer(_eval_cmd.app, name="eval")
+    root.add_typer(_eval_cmd.fixtures_app, name="fixtures")
+    root.command("models")(_models_cmd.models)
+    root.command("serve")(_serve_cmd.serve)
     return root
 
 

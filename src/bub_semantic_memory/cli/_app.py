@@ -235,8 +235,8 @@ class PromotedPrompt:
         return [self.name] if self.many else self.name
 
     def __str__(self) -> str:
-        from bub_semantic_memory.backends._transport import MODEL_CLASSES
-        from bub_semantic_memory.extraction._prompts import PromptLibrary
+        from bub_semantic_memory.backends import MODEL_CLASSES
+        from bub_semantic_memory.extraction import PromptLibrary
 
         try:
             promoted = PromptLibrary().manifest().promoted.get(self.name, {})

@@ -86,7 +86,7 @@ async def tape_store(tapes_dir: Path | None) -> AsyncIterator[Any]:
 
         yield FileTapeStore(tapes_dir)
         return
-    from bub_semantic_memory.stores._store import open_bub_tape_store
+    from bub_semantic_memory.stores import open_bub_tape_store
 
     async with open_bub_tape_store() as store:
         yield store

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from bub_semantic_memory.agent._policy import MemoryPolicy
+from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.cli._common import API_KEY_ENV, print_table, stderr, stdout
-from bub_semantic_memory.extraction._config import ExtractorConfig, default_bounds
+from bub_semantic_memory.extraction import ExtractorConfig, default_bounds
 
 if TYPE_CHECKING:
-    from bub_semantic_memory.agent._setup import MemorySetup
+    from bub_semantic_memory.agent import MemorySetup
     from bub_semantic_memory.evals import Fixture
     from bub_semantic_memory.evals.extraction import Report
 
@@ -136,7 +136,7 @@ def memory_setup(
     """The memory setup of a command's options (the CLI builds one nowhere else): what
     :meth:`MemorySetup.from_settings`, the plugin's builder too, makes of them. ``extract=False`` for
     the verbs that read and edit memory and never extract."""
-    from bub_semantic_memory.agent._setup import MemorySetup
+    from bub_semantic_memory.agent import MemorySetup
 
     return MemorySetup.from_settings(params or {}, extract=extract, **options)
 

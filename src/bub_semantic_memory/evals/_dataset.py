@@ -40,7 +40,7 @@ from pydantic import (
 
 from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory._models import FactKind
-from bub_semantic_memory.tape._transcript import Entry, read_tape_file
+from bub_semantic_memory.tape import Entry, read_tape_file
 
 __all__ = [
     "FACTS_FILE",

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from bub_semantic_memory.extraction._planted import PlantedNames
 from bub_semantic_memory.extraction._responses import MAX_NAME
-from bub_semantic_memory.tape._transcript import TranscriptLine
+from bub_semantic_memory.tape import TranscriptLine
 
 __all__ = ["candidate_names"]
 

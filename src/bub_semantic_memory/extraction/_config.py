@@ -24,12 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from bub_semantic_memory._errors import ConfigurationError
-from bub_semantic_memory.backends._local_models import DEFAULT_LOCAL_MODEL, REGISTRY
-from bub_semantic_memory.backends._specs import open_backend
-from bub_semantic_memory.backends._transport import BackendTraits, ChatBackend, ModelClass, RetryPolicy
+from bub_semantic_memory.backends import (
+    DEFAULT_LOCAL_MODEL,
+    REGISTRY,
+    BackendTraits,
+    ChatBackend,
+    ModelClass,
+    RetryPolicy,
+    open_backend,
+)
 from bub_semantic_memory.extraction._prompts import PromptLibrary, PromptTemplate, WindowShape
-from bub_semantic_memory.tape._redact import Redactor
-from bub_semantic_memory.tape._transcript import LineLimits
+from bub_semantic_memory.tape import LineLimits, Redactor
 
 __all__ = ["MODES", "SETTINGS", "CallBounds", "ExtractorConfig", "default_bounds"]
 

@@ -38,12 +38,7 @@ from bub_semantic_memory._errors import (
 )
 from bub_semantic_memory._logging import extraction_call
 from bub_semantic_memory._models import Entity, Fact, Relation, Snapshot, Usage, normalize_name
-from bub_semantic_memory.backends._transport import (
-    CallLedger,
-    ChatBackend,
-    EndpointFailure,
-    send_with_retries,
-)
+from bub_semantic_memory.backends import CallLedger, ChatBackend, EndpointFailure, send_with_retries
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._config import ExtractorConfig
 from bub_semantic_memory.extraction._pairs import co_mentioned_pairs, endpoints_of, relation_pairs
@@ -69,8 +64,8 @@ from bub_semantic_memory.extraction._validation import (
     validation_scope,
 )
 from bub_semantic_memory.extraction._window import Window, plan_windows
-from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.tape._transcript import coerce_entries
+from bub_semantic_memory.memory import MemoryGraph
+from bub_semantic_memory.tape import coerce_entries
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion

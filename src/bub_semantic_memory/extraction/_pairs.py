@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.tape._transcript import TranscriptLine
+from bub_semantic_memory.tape import TranscriptLine
 
 __all__ = [
     "NO_RELATION",

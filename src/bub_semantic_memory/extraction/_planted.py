@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from bub_semantic_memory._mentions import fold_text, is_mentioned
-from bub_semantic_memory.tape._transcript import TranscriptLine
+from bub_semantic_memory.tape import TranscriptLine
 
 __all__ = ["PlantedNames", "planted_instructions"]
 

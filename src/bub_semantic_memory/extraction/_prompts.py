@@ -42,8 +42,7 @@ from bub_semantic_memory._errors import (
 )
 from bub_semantic_memory._models import PromptRef
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.backends._specs import declared_traits
-from bub_semantic_memory.backends._transport import BILLED_CLASSES, MODEL_CLASSES, ModelClass
+from bub_semantic_memory.backends import BILLED_CLASSES, MODEL_CLASSES, ModelClass, declared_traits
 from bub_semantic_memory.extraction._strategies import (
     DEFAULT_STRATEGY,
     STRATEGIES,

@@ -49,8 +49,7 @@ from bub_semantic_memory._models import (
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._statements import grounding_problem
 from bub_semantic_memory.extraction._planted import PlantedNames
-from bub_semantic_memory.tape._dates import resolve_when
-from bub_semantic_memory.tape._transcript import TranscriptLine
+from bub_semantic_memory.tape import TranscriptLine, resolve_when
 
 __all__ = [
     "KnownEntity",

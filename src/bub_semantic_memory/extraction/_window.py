@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bub_semantic_memory._tokens import TextSize, estimate_tokens
-from bub_semantic_memory.tape._transcript import (
+from bub_semantic_memory.tape import (
     Entry,
     LineLimits,
     ReadReport,

@@ -16,7 +16,7 @@ Folding rules:
 * Facts fold by the rules of :mod:`._facts` (one statement, one fact; a newer state on a
   topic closes the older one).
 * A person's edits (forget, set, merge, end...) are given to the graph before it folds and
-  decide what of each snapshot survives, by the rules of :mod:`._edits`; a new edit means a
+  decide what of each snapshot survives, by the rules of :mod:`._edit_rules`; a new edit means a
   new fold, so snapshots folded before and after it meet the same rules.
 * :meth:`MemoryGraph.add` costs O(size of the snapshot): nothing is refolded.
 """
@@ -33,7 +33,7 @@ from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._gc import gc_paused
 from bub_semantic_memory._models import Entity, Fact, Relation, RelationKey, Snapshot, normalize_name
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.memory._edits import EditBook
+from bub_semantic_memory.memory._edit_rules import EditBook
 from bub_semantic_memory.memory._facts import FactBook, FactView
 
 _MAX_NGRAM_WORDS = 5
@@ -160,7 +160,7 @@ class MemoryGraph:
     Args:
         ontology: decides which relation types are symmetric or single-valued.
         tape: the tape name, for display.
-        edits: the tape's edits (see :mod:`._edits`), applied to every snapshot folded in.
+        edits: the tape's edits (see :mod:`._edit_rules`), applied to every snapshot folded in.
     """
 
     def __init__(
@@ -221,7 +221,7 @@ class MemoryGraph:
 
     @property
     def edits(self) -> EditBook:
-        """The edits this graph folds under (a new edit needs a new graph: see :mod:`._edits`)."""
+        """The edits this graph folds under (a new edit needs a new graph: see :mod:`._edit_rules`)."""
         return self._edits
 
     @property

@@ -51,22 +51,20 @@ from typing import TYPE_CHECKING, Any
 from bub import hookimpl
 from bub.tape import TapeContext
 
-from bub_semantic_memory.agent._injection import MemoryNote, NoteBook, shown_lines, split_at_notes
-from bub_semantic_memory.agent._setup import MemorySetup
-from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.agent import MemoryNote, MemorySetup, NoteBook, shown_lines, split_at_notes
+from bub_semantic_memory.memory import MemoryGraph
 from bub_semantic_memory.plugin._tools import SUBAGENT_PREFIX, register_memory_tools
-from bub_semantic_memory.stores._store import MemorySidecar, session_tape_name
-from bub_semantic_memory.tape._transcript import strip_bub_header
+from bub_semantic_memory.stores import MemorySidecar, session_tape_name
+from bub_semantic_memory.tape import strip_bub_header
 
 if TYPE_CHECKING:
     from bub.framework import BubFramework
     from bub.tape import TapeEntry
 
     from bub_semantic_memory._ontology import Ontology
-    from bub_semantic_memory.agent._service import MemoryService
-    from bub_semantic_memory.backends._transport import ChatBackend
-    from bub_semantic_memory.extraction._config import ExtractorConfig
-    from bub_semantic_memory.extraction._extractor import Extractor
+    from bub_semantic_memory.agent import MemoryService
+    from bub_semantic_memory.backends import ChatBackend
+    from bub_semantic_memory.extraction import Extractor, ExtractorConfig
     from bub_semantic_memory.plugin._settings import SemanticMemorySettings
 
 __all__ = ["SemanticMemoryPlugin"]
@@ -137,7 +135,7 @@ class SemanticMemoryPlugin:
     def memory(self) -> MemoryService:
         """The memory service, built from the settings on first use (no backend is opened)."""
         if self._memory is None:
-            from bub_semantic_memory.agent._service import MemoryService
+            from bub_semantic_memory.agent import MemoryService
 
             self._memory = MemoryService.from_setup(
                 self._setup(), extractor=self._build_extractor, stats=self.stats, claim=self._claim

@@ -17,10 +17,9 @@ import bub
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from bub_semantic_memory.agent._policy import MemoryPolicy
-from bub_semantic_memory.agent._setup import MemorySetup
-from bub_semantic_memory.backends._specs import is_local_spec
-from bub_semantic_memory.extraction._config import default_bounds
+from bub_semantic_memory.agent import MemoryPolicy, MemorySetup
+from bub_semantic_memory.backends import is_local_spec
+from bub_semantic_memory.extraction import default_bounds
 
 __all__ = [
     "ModelEndpoint",

@@ -30,14 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bub_semantic_memory.agent._search import recall_entity, search_memory
-from bub_semantic_memory.agent._tool_names import MEMORY_TOOLS
+from bub_semantic_memory.agent import MEMORY_TOOLS, recall_entity, search_memory
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
     from bub.tools import ToolContext
 
-    from bub_semantic_memory.agent._service import MemoryService
+    from bub_semantic_memory.agent import MemoryService
 
 __all__ = ["MemoryForget", "MemoryRecall", "MemorySearch", "memory_tool_names", "register_memory_tools"]
 

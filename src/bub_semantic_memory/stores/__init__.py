@@ -8,13 +8,18 @@ package imports bub.
 
 from __future__ import annotations
 
+from bub_semantic_memory.stores._erasure import store_kind
 from bub_semantic_memory.stores._purge import PurgeReport, purge
 from bub_semantic_memory.stores._store import (
     MemoryLoad,
     MemorySidecar,
     SnapshotStore,
+    append_entries,
+    fetch_tape,
+    memory_tape_name,
     open_bub_tape_store,
     session_tape_name,
+    tapes_with_memory,
     validate_tape_name,
 )
 
@@ -23,8 +28,13 @@ __all__ = [
     "MemorySidecar",
     "PurgeReport",
     "SnapshotStore",
+    "append_entries",
+    "fetch_tape",
+    "memory_tape_name",
     "open_bub_tape_store",
     "purge",
     "session_tape_name",
+    "store_kind",
+    "tapes_with_memory",
     "validate_tape_name",
 ]

@@ -33,7 +33,7 @@ import pydantic_core
 
 from bub_semantic_memory._errors import StoreError
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory import MemoryGraph
 
 __all__ = [
     "CHECKPOINT_ANCHOR",

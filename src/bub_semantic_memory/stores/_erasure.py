@@ -46,7 +46,7 @@ from pydantic import ValidationError
 
 from bub_semantic_memory._edits import Edit
 from bub_semantic_memory._errors import StoreError
-from bub_semantic_memory.tape._transcript import Entry, ReadReport, coerce_entries
+from bub_semantic_memory.tape import Entry, ReadReport, coerce_entries
 
 __all__ = ["ERASURE_ANCHOR", "erasure_state", "erasures_from", "read_erasures", "sidecar_lock", "store_kind"]
 

@@ -8,7 +8,7 @@ the sidecar's write lock, it records the forget (reduced to digests) as an erasu
 
 * every snapshot loses the items the forget recognises, the entities whose name names the
   forgotten one and the dropped-item reasons naming it (:meth:`EditBook.erase
-  <bub_semantic_memory.memory._edits.EditBook.erase>`); its id stays, so nothing is extracted
+  <bub_semantic_memory.memory._edit_rules.EditBook.erase>`); its id stays, so nothing is extracted
   again;
 * every checkpoint is replaced by a stub (:func:`purged_checkpoint`): loads pass over it, and
   the caller stores a new one, folded from the rewritten sidecar;
@@ -61,8 +61,7 @@ from pydantic import ValidationError
 from bub_semantic_memory._edits import Edit, relation_digest
 from bub_semantic_memory._errors import StoreError
 from bub_semantic_memory._models import Snapshot
-from bub_semantic_memory.memory._edits import EditBook, key_digest
-from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory import EditBook, MemoryGraph, key_digest
 from bub_semantic_memory.stores._checkpoint import CHECKPOINT_ANCHOR, is_purged_checkpoint, purged_checkpoint
 from bub_semantic_memory.stores._erasure import (
     ERASURE_ANCHOR,

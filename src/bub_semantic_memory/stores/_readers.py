@@ -36,13 +36,7 @@ from bub_semantic_memory._errors import StoreError
 from bub_semantic_memory._gc import gc_paused
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory.stores._checkpoint import CHECKPOINT_ANCHOR
-from bub_semantic_memory.tape._transcript import (
-    Entry,
-    ReadIssue,
-    ReadReport,
-    coerce_entries,
-    parse_tape_lines,
-)
+from bub_semantic_memory.tape import Entry, ReadIssue, ReadReport, coerce_entries, parse_tape_lines
 
 __all__ = [
     "EDIT_EVENT",

@@ -49,8 +49,7 @@ from bub_semantic_memory._errors import EditError, StoreError, TapeNameError
 from bub_semantic_memory._gc import gc_paused
 from bub_semantic_memory._models import PromptRef, Relation, RelationKey, Snapshot
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.memory._edits import EditBook
-from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.memory import EditBook, MemoryGraph
 from bub_semantic_memory.stores._checkpoint import (
     CHECKPOINT_ANCHOR,
     CheckpointError,
@@ -60,7 +59,7 @@ from bub_semantic_memory.stores._checkpoint import (
 )
 from bub_semantic_memory.stores._erasure import file_erasures, read_erasures, sidecar_lock
 from bub_semantic_memory.stores._readers import EDIT_EVENT, SNAPSHOT_EVENT, Tail, sidecar_reader
-from bub_semantic_memory.tape._transcript import Entry, ReadIssue, ReadReport, coerce_entries
+from bub_semantic_memory.tape import Entry, ReadIssue, ReadReport, coerce_entries
 
 __all__ = [
     "EDIT_EVENT",
@@ -222,7 +221,7 @@ class SnapshotStore:
         A checkpoint that cannot be used (another version or ontology, a hash that does
         not match, malformed) is reported as ``bad_checkpoint`` and all snapshots are
         folded instead. So is a checkpoint older than an edit: edits apply before anything
-        is folded (see :mod:`bub_semantic_memory.memory._edits`), so a new one means a new
+        is folded (see :mod:`bub_semantic_memory.memory._edit_rules`), so a new one means a new
         fold. A checkpoint a purge invalidated is passed over without a report.
 
         ``edits``: edits not stored yet (an agent's forget until its turn ends), applied as if

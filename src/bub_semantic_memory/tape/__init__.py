@@ -7,6 +7,7 @@ process. Nothing here imports bub.
 
 from __future__ import annotations
 
+from bub_semantic_memory.tape._dates import resolve_when
 from bub_semantic_memory.tape._redact import Redactor
 from bub_semantic_memory.tape._transcript import (
     Entry,
@@ -16,6 +17,7 @@ from bub_semantic_memory.tape._transcript import (
     Transcript,
     TranscriptLine,
     coerce_entries,
+    parse_tape_lines,
     read_tape_file,
     render_transcript,
     strip_bub_header,
@@ -30,7 +32,9 @@ __all__ = [
     "Transcript",
     "TranscriptLine",
     "coerce_entries",
+    "parse_tape_lines",
     "read_tape_file",
     "render_transcript",
+    "resolve_when",
     "strip_bub_header",
 ]

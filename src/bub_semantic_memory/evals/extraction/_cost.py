@@ -30,12 +30,10 @@ from pathlib import Path
 
 from bub_semantic_memory._errors import EvalError
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.backends._transport import ModelClass
+from bub_semantic_memory.backends import ModelClass
 from bub_semantic_memory.evals._dataset import Fixture
-from bub_semantic_memory.extraction._config import ExtractorConfig
-from bub_semantic_memory.extraction._extractor import Extractor
-from bub_semantic_memory.extraction._prompts import PromptTemplate
-from bub_semantic_memory.tape._transcript import render_transcript
+from bub_semantic_memory.extraction import Extractor, ExtractorConfig, PromptTemplate
+from bub_semantic_memory.tape import render_transcript
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
     OracleResponder,

@@ -28,8 +28,7 @@ from pathlib import Path
 from rich.console import Console
 
 from bub_semantic_memory._errors import GateError
-from bub_semantic_memory.backends._specs import declared_traits
-from bub_semantic_memory.backends._transport import ModelClass
+from bub_semantic_memory.backends import ModelClass, declared_traits
 from bub_semantic_memory.evals._dataset import Fixture
 from bub_semantic_memory.evals.extraction._cost import (
     BUDGETS,
@@ -40,7 +39,7 @@ from bub_semantic_memory.evals.extraction._cost import (
 )
 from bub_semantic_memory.evals.extraction._report import Comparison, PromptRun, Report
 from bub_semantic_memory.evals.extraction._runner import RunOptions, run_eval
-from bub_semantic_memory.extraction._prompts import Promotion, PromptLibrary, PromptTemplate
+from bub_semantic_memory.extraction import Promotion, PromptLibrary, PromptTemplate
 
 __all__ = ["DEFAULT_TOLERANCE", "MAX_TOKEN_GROWTH", "GateOutcome", "check_gate", "promote"]
 

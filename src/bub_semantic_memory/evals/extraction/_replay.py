@@ -17,12 +17,10 @@ from typing import Any
 
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.agent._policy import MemoryPolicy
-from bub_semantic_memory.agent._service import MemoryService
-from bub_semantic_memory.agent._setup import MemorySetup
-from bub_semantic_memory.extraction._extractor import Extractor
-from bub_semantic_memory.stores._store import SnapshotStore, append_entries
-from bub_semantic_memory.tape._transcript import Entry
+from bub_semantic_memory.agent import MemoryPolicy, MemoryService, MemorySetup
+from bub_semantic_memory.extraction import Extractor
+from bub_semantic_memory.stores import SnapshotStore, append_entries
+from bub_semantic_memory.tape import Entry
 
 __all__ = ["Replayed", "replay_as_plugin", "turn_ends"]
 

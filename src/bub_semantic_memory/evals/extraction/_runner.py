@@ -25,9 +25,8 @@ from rich.console import Console
 from bub_semantic_memory._errors import ExtractionError, ReplayMissError
 from bub_semantic_memory._models import Snapshot, Usage
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.agent._policy import MemoryPolicy
-from bub_semantic_memory.backends._specs import model_note
-from bub_semantic_memory.backends._transport import ChatBackend
+from bub_semantic_memory.agent import MemoryPolicy
+from bub_semantic_memory.backends import ChatBackend, model_note
 from bub_semantic_memory.evals._dataset import (
     Fixture,
     GoldEntity,
@@ -52,12 +51,9 @@ from bub_semantic_memory.evals.extraction._report import (
     run_metrics,
 )
 from bub_semantic_memory.evals.extraction._scoring import FixtureScore, ScoringConfig, score_fixture
-from bub_semantic_memory.extraction._candidates import candidate_names
-from bub_semantic_memory.extraction._config import ExtractorConfig
-from bub_semantic_memory.extraction._extractor import Extractor
-from bub_semantic_memory.extraction._prompts import PromptTemplate
-from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.tape._transcript import Entry, render_transcript
+from bub_semantic_memory.extraction import Extractor, ExtractorConfig, PromptTemplate, candidate_names
+from bub_semantic_memory.memory import MemoryGraph
+from bub_semantic_memory.tape import Entry, render_transcript
 
 __all__ = ["CachePolicy", "Cadence", "RunOptions", "prediction_from_snapshots", "run_eval"]
 

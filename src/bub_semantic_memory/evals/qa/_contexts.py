@@ -36,7 +36,7 @@ from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snaps
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.evals._dataset import Gold, GoldFact, Prediction
-from bub_semantic_memory.tape._transcript import Entry, Transcript, render_transcript
+from bub_semantic_memory.tape import Entry, Transcript, render_transcript
 
 __all__ = [
     "ALL_CONDITIONS",
@@ -215,10 +215,8 @@ async def memory_context(
     shows after the facts). ``passage_share`` replaces the policy's (None: the plugin's default)."""
     from bub.store import InMemoryTapeStore
 
-    from bub_semantic_memory.agent._policy import MemoryPolicy
-    from bub_semantic_memory.agent._service import MemoryService
-    from bub_semantic_memory.agent._setup import MemorySetup
-    from bub_semantic_memory.stores._store import SnapshotStore, append_entries
+    from bub_semantic_memory.agent import MemoryPolicy, MemoryService, MemorySetup
+    from bub_semantic_memory.stores import SnapshotStore, append_entries
 
     store: Any = InMemoryTapeStore()
     append_entries(store, tape, sorted(entries, key=lambda e: e.id))  # ids from 1, as the store assigns them
@@ -255,7 +253,7 @@ async def tape_search_context(entries: Sequence[Entry], question: str, *, budget
     from bub.store import InMemoryTapeStore
     from bub.tape import TapeQuery
 
-    from bub_semantic_memory.stores._store import append_entries
+    from bub_semantic_memory.stores import append_entries
 
     store: Any = InMemoryTapeStore()
     tape = "qa"

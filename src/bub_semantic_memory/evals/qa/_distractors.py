@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snapshot, Usage
-from bub_semantic_memory.tape._transcript import Entry
+from bub_semantic_memory.tape import Entry
 
 __all__ = [
     "DISTRACTOR_PROMPT_REF",

@@ -35,7 +35,7 @@ from bub_semantic_memory._errors import EvalError
 from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._ontology import Ontology
-from bub_semantic_memory.backends._transport import CallLedger, ChatBackend, RetryPolicy, send_with_retries
+from bub_semantic_memory.backends import CallLedger, ChatBackend, RetryPolicy, send_with_retries
 from bub_semantic_memory.evals._dataset import UNKNOWN, Fixture, Question
 from bub_semantic_memory.evals.qa._contexts import (
     ALL_CONDITIONS,
@@ -53,7 +53,7 @@ from bub_semantic_memory.evals.qa._contexts import (
 )
 from bub_semantic_memory.evals.qa._distractors import make_memory
 from bub_semantic_memory.evals.qa._report import LONG_TAPE_TURNS, QAItem, QAOutcome, QAReport
-from bub_semantic_memory.tape._transcript import Entry
+from bub_semantic_memory.tape import Entry
 
 __all__ = ["ANSWER_PROMPT", "QAOptions", "contains_answer", "judge", "message_turns", "run_qa"]
 

@@ -1,6 +1,6 @@
 """``extract`` and ``show``: run the extractor on a tape file, print what would be injected; the
-``memory`` group (``search`` here, the edit verbs in :mod:`.edit_cmd`, export and import in
-:mod:`.export_cmd`)."""
+``memory`` group (``search`` here, the edit verbs in :mod:`._edit_cmd`, export and import in
+:mod:`._export_cmd`)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ from bub_semantic_memory.cli._common import (
     stdout,
     tape_store,
 )
+from bub_semantic_memory.cli._edit_cmd import SESSION, tape_name
+from bub_semantic_memory.cli._edit_cmd import register as register_edits
+from bub_semantic_memory.cli._export_cmd import register as register_export
 from bub_semantic_memory.cli._options import (
     API_KEY,
     BASE_URL,
@@ -39,15 +42,12 @@ from bub_semantic_memory.cli._options import (
     extractor_config,
     tape_setup,
 )
-from bub_semantic_memory.cli.edit_cmd import SESSION, tape_name
-from bub_semantic_memory.cli.edit_cmd import register as register_edits
-from bub_semantic_memory.cli.export_cmd import register as register_export
-from bub_semantic_memory.extraction._extractor import Extractor
-from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.tape._transcript import Entry, ReadReport, read_tape_file
+from bub_semantic_memory.extraction import Extractor
+from bub_semantic_memory.memory import MemoryGraph
+from bub_semantic_memory.tape import Entry, ReadReport, read_tape_file
 
 if TYPE_CHECKING:  # the stores and the agent layer import bub: loaded when a command runs
-    from bub_semantic_memory.agent._service import MemoryService
+    from bub_semantic_memory.agent import MemoryService
 
 
 def register(app: typer.Typer, *, verbs_at_top: bool = False) -> None:
@@ -91,7 +91,7 @@ def extract(
     ),
 ) -> None:
     """Extract entities and relations from a tape file and print the snapshot(s)."""
-    from bub_semantic_memory.stores._store import SnapshotStore, validate_tape_name
+    from bub_semantic_memory.stores import SnapshotStore, validate_tape_name
 
     name = validate_tape_name(tape or tape_file.name.removesuffix(".jsonl"))
     entries = _read_tape(tape_file)
@@ -190,7 +190,7 @@ class _NoMemory(Exception):
 
 
 async def _no_memory(name: str, backend: Any) -> str:
-    from bub_semantic_memory.stores._store import fetch_tape, tapes_with_memory
+    from bub_semantic_memory.stores import fetch_tape, tapes_with_memory
 
     entries = len(await fetch_tape(backend, name))
     why = f"the tape has {entries} entries, none extracted yet" if entries else "no such tape in the store"
@@ -207,7 +207,7 @@ def _load_or_fail(
     """The tape's memory in the tape store ``--tapes-dir`` names (else bub's), as the plugin loads
     it, under the setup :func:`~._options.tape_setup` makes; no memory: exit 1."""
 
-    from bub_semantic_memory.agent._service import MemoryService
+    from bub_semantic_memory.agent import MemoryService
 
     async def load() -> tuple[MemoryService, MemoryGraph]:
         async with tape_store(tapes_dir) as backend:
@@ -237,7 +237,7 @@ def search(
     ),
 ) -> None:
     """Search a tape's memory as the agent's memory.search tool does: facts and entities, best first."""
-    from bub_semantic_memory.agent._search import search_memory
+    from bub_semantic_memory.agent import search_memory
 
     name = tape_name(tape, session, workspace)
     service, _ = _load_or_fail(name, tapes_dir, prompt=prompt, prompts_dir=prompts_dir)
@@ -283,7 +283,7 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="Print the block and its statistics as JSON."),
 ) -> None:
     """Print exactly the memory block that would be injected for TAPE."""
-    from bub_semantic_memory.stores._store import session_tape_name, validate_tape_name
+    from bub_semantic_memory.stores import session_tape_name, validate_tape_name
 
     if (tape is None) == (session is None):
         fail("give either a TAPE name or --session", code=2)

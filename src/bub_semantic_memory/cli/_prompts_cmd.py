@@ -14,10 +14,10 @@ from rich.table import Table
 from rich.text import Text
 
 import bub_semantic_memory.cli._options as opt
-from bub_semantic_memory.backends._transport import MODEL_CLASSES
+from bub_semantic_memory.backends import MODEL_CLASSES
 from bub_semantic_memory.cli._app import new_app
 from bub_semantic_memory.cli._common import fail, handle_errors, print_table, stderr, stdout
-from bub_semantic_memory.extraction._prompts import (
+from bub_semantic_memory.extraction import (
     PromptLibrary,
     PromptTemplate,
     bundled_prompts_dir,

@@ -11,8 +11,7 @@ import typer
 
 from bub_semantic_memory._errors import EditError
 from bub_semantic_memory.cli._common import TAPES_DIR_OPTION, fail, handle_errors, stderr, stdout, tape_store
-from bub_semantic_memory.cli._options import PROMPTS_DIR, tape_setup
-from bub_semantic_memory.cli.edit_cmd import (
+from bub_semantic_memory.cli._edit_cmd import (
     BY,
     JSON,
     PROMPT,
@@ -24,8 +23,8 @@ from bub_semantic_memory.cli.edit_cmd import (
     show,
     tape_name,
 )
-from bub_semantic_memory.memory._export import EXPORT_FORMATS, export_memory, read_export
-from bub_semantic_memory.memory._graph import MemoryGraph
+from bub_semantic_memory.cli._options import PROMPTS_DIR, tape_setup
+from bub_semantic_memory.memory import EXPORT_FORMATS, MemoryGraph, export_memory, read_export
 
 __all__ = ["export", "import_memory", "register", "write_private"]
 
@@ -57,7 +56,7 @@ def export(
     if output_format not in EXPORT_FORMATS:
         fail(f"--format must be one of {', '.join(EXPORT_FORMATS)}, not {output_format!r}", code=2)
     chosen: Literal["json", "graphml", "jsonld"] = output_format  # type: ignore[assignment]
-    from bub_semantic_memory.agent._editing import MemoryEditor
+    from bub_semantic_memory.agent import MemoryEditor
 
     name = tape_name(tape, session, workspace)
 

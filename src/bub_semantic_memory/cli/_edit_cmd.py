@@ -2,9 +2,9 @@
 
 Each verb appends an edit to the tape's memory sidecar (who, when, what), folds the memory
 again and prints what changed; ``--json`` prints :meth:`EditResult.as_dict
-<bub_semantic_memory.agent._editing.EditResult.as_dict>` (``edit``, ``changes``, ``purge``).
+<bub_semantic_memory.agent._editor.EditResult.as_dict>` (``edit``, ``changes``, ``purge``).
 ``forget --purge`` also erases the forgotten names from what the sidecar stored before, from
-its archives and from the eval cache of that tape. Export and import live in :mod:`.export_cmd`.
+its archives and from the eval cache of that tape. Export and import live in :mod:`._export_cmd`.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from bub_semantic_memory.cli._common import TAPES_DIR_OPTION, fail, handle_error
 from bub_semantic_memory.cli._options import FOLDING_PROMPT, PROMPTS_DIR, tape_setup
 
 if TYPE_CHECKING:  # the stores and the agent layer import bub: loaded when a verb runs
-    from bub_semantic_memory.agent._editing import EditResult, MemoryEditor
-    from bub_semantic_memory.memory._edits import EditBook
+    from bub_semantic_memory.agent import EditResult, MemoryEditor
+    from bub_semantic_memory.memory import EditBook
 
 __all__ = ["end", "forget", "list_edits", "merge", "register", "set_attribute", "split", "undo", "unset"]
 
@@ -53,7 +53,7 @@ def tape_name(tape: str | None, session: str | None, workspace: Path) -> str:
     """The tape of ``--tape``, or of ``--session`` in ``--workspace`` (one of them, else a usage error)."""
     if (tape is None) == (session is None):
         fail("give either --tape NAME or --session", code=2)
-    from bub_semantic_memory.stores._store import session_tape_name, validate_tape_name
+    from bub_semantic_memory.stores import session_tape_name, validate_tape_name
 
     return validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
 
@@ -88,7 +88,7 @@ def run_edit(
 ) -> EditResult:
     """Open the store, make the edit with a :class:`MemoryEditor`, return what it did."""
 
-    from bub_semantic_memory.agent._editing import MemoryEditor
+    from bub_semantic_memory.agent import MemoryEditor
 
     async def run() -> EditResult:
         async with tape_store(tapes_dir) as store:
@@ -335,7 +335,7 @@ def list_edits(
 ) -> None:
     """List the edits of a tape's memory, oldest first: id, position, when, who, what, and whether
     it still applies."""
-    from bub_semantic_memory.agent._editing import MemoryEditor
+    from bub_semantic_memory.agent import MemoryEditor
 
     tape_of = tape_name(tape, session, workspace)
 

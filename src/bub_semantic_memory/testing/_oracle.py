@@ -1,6 +1,6 @@
 """A fake extraction model that answers from known facts: for harness tests and benchmarks.
 
-:class:`OracleResponder` is a responder for :class:`~.fake_openai.FakeOpenAIServer`.
+:class:`OracleResponder` is a responder for :class:`~._fake_openai.FakeOpenAIServer`.
 Given facts (entities with names, types, aliases; relations between entity names),
 it answers each extraction request with the entities named in the request's
 ``<transcript>`` section and the relations between them, shaped for whichever
@@ -27,7 +27,7 @@ from typing import Any
 
 from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import normalize_name
-from bub_semantic_memory.testing.fake_openai import CompletionReply, RecordedRequest, Reply, tool_call_reply
+from bub_semantic_memory.testing._fake_openai import CompletionReply, RecordedRequest, Reply, tool_call_reply
 
 __all__ = ["OracleResponder", "SchemaFollowingOracle"]
 

@@ -118,7 +118,7 @@ def run(
     of its own. Gold that cannot be scored (types outside the ontology, relations to
     non-entities) is reported before the run starts.
     """
-    from bub_semantic_memory.backends._specs import model_note
+    from bub_semantic_memory.backends import model_note
     from bub_semantic_memory.evals.extraction import Cadence, RunOptions, run_eval
 
     if replay and no_cache:
@@ -208,7 +208,7 @@ def score(
         scoring_config,
     )
     from bub_semantic_memory.evals.reports import UNDEFINED
-    from bub_semantic_memory.extraction._prompts import PromptLibrary
+    from bub_semantic_memory.extraction import PromptLibrary
 
     selected = opt.load_selected(fixtures, tags, ids)
     predicted = load_predictions(predictions)
@@ -333,7 +333,7 @@ def rescore(
         rescore_report,
         scoring_config,
     )
-    from bub_semantic_memory.extraction._prompts import PromptLibrary
+    from bub_semantic_memory.extraction import PromptLibrary
 
     report = load_report(report_path)
     library = PromptLibrary(prompts_dir)
@@ -372,7 +372,7 @@ def import_fixtures(
     """
     from bub_semantic_memory.evals.extraction import load_dataset_ontology
     from bub_semantic_memory.evals.importers import import_conversations
-    from bub_semantic_memory.extraction._prompts import PromptLibrary
+    from bub_semantic_memory.extraction import PromptLibrary
 
     ontology = load_dataset_ontology(out) or PromptLibrary(prompts_dir).load(prompt).ontology
     report = import_conversations(source, out, ontology=ontology, strict=strict)

@@ -22,7 +22,7 @@ from bub_semantic_memory._errors import EditError
 from bub_semantic_memory._mentions import SHARED_FORMS, name_forms
 from bub_semantic_memory._models import RelationKey, fact_key, normalize_name
 from bub_semantic_memory._statements import similarity
-from bub_semantic_memory.memory._edits import key_digest
+from bub_semantic_memory.memory._edit_rules import key_digest
 from bub_semantic_memory.memory._facts import SAME_FACT, FactView
 from bub_semantic_memory.memory._graph import MemoryGraph
 

@@ -36,8 +36,7 @@ def serve(
     Point extraction at it with --model NAME --base-url http://HOST:PORT/v1, NAME being the
     packaged model's name (the server says which). Needs the 'serve' extra.
     """
-    from bub_semantic_memory.backends._local_models import resolve_local_file
-    from bub_semantic_memory.backends._specs import parse_local_spec
+    from bub_semantic_memory.backends import parse_local_spec, resolve_local_file
 
     local = parse_local_spec(model)
     if local is None:

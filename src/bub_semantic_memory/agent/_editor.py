@@ -1,7 +1,7 @@
 """A person's edits of a tape's memory, made on its store: the ``memory`` verbs of the CLI.
 
 :class:`MemoryEditor` loads the tape's memory, builds the edit against it
-(:mod:`bub_semantic_memory.memory._editing`), places it at the tape's last entry, appends it to
+(:mod:`bub_semantic_memory.memory._edit_builder`), places it at the tape's last entry, appends it to
 the sidecar, folds the memory again under it and stores a checkpoint, so later loads are short
 and hold the edit. Each method returns an :class:`EditResult`: the edit and what it changed.
 ``forget(..., purge=True)`` stores the forget as digests only, records it as an erasure and
@@ -26,14 +26,16 @@ from bub_semantic_memory._edits import Edit, digest, name_digest
 from bub_semantic_memory._errors import EditError, StoreError
 from bub_semantic_memory._mentions import name_forms
 from bub_semantic_memory._models import PromptRef, Snapshot, normalize_name
-from bub_semantic_memory.memory import _editing as build
-from bub_semantic_memory.memory._editing import Changes, changes
-from bub_semantic_memory.memory._edits import EditBook
-from bub_semantic_memory.memory._export import MemoryExport
-from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.stores._erasure import store_kind
-from bub_semantic_memory.stores._purge import PurgeReport, purge
-from bub_semantic_memory.stores._store import SnapshotStore, fetch_tape, memory_tape_name
+from bub_semantic_memory.memory import Changes, EditBook, MemoryExport, MemoryGraph, changes
+from bub_semantic_memory.memory import edit_builder as build
+from bub_semantic_memory.stores import (
+    PurgeReport,
+    SnapshotStore,
+    fetch_tape,
+    memory_tape_name,
+    purge,
+    store_kind,
+)
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore

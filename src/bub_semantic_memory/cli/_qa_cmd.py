@@ -80,7 +80,7 @@ def qa(
     Context recall (the answer is in the context) needs no model; with --model the model also
     answers, judged by a fixed rule. Answers are cached in --cache-dir.
     """
-    from bub_semantic_memory.agent._service import MemoryPolicy
+    from bub_semantic_memory.agent import MemoryPolicy
     from bub_semantic_memory.evals.qa import (
         ALL_CONDITIONS,
         CONDITIONS,
@@ -91,7 +91,7 @@ def qa(
         run_qa,
     )
     from bub_semantic_memory.evals.reports import qa_columns, write_qa_report
-    from bub_semantic_memory.extraction._prompts import PromptLibrary
+    from bub_semantic_memory.extraction import PromptLibrary
 
     chosen = tuple(conditions) or tuple(c for c in CONDITIONS if c != "memory" or memory is not None)
     unknown = [c for c in chosen if c not in ALL_CONDITIONS]
@@ -175,8 +175,7 @@ def qa(
 
 def _known_context(model: str) -> int | None:
     """A packaged local model's context size, known without opening it (None otherwise)."""
-    from bub_semantic_memory.backends._local_models import REGISTRY
-    from bub_semantic_memory.backends._specs import parse_local_spec
+    from bub_semantic_memory.backends import REGISTRY, parse_local_spec
 
     local = parse_local_spec(model)
     return REGISTRY[local.name].context_tokens if local is not None and local.name else None

@@ -21,12 +21,7 @@ def models(
     Works without the 'local' extra; it then says how to install it. A packaged model is
     assembled into <bub home>/models the first time it is used.
     """
-    from bub_semantic_memory.backends._local_models import (
-        DEFAULT_LOCAL_MODEL,
-        REGISTRY,
-        assembled_path,
-        is_assembled,
-    )
+    from bub_semantic_memory.backends import DEFAULT_LOCAL_MODEL, REGISTRY, assembled_path, is_assembled
 
     directory = models_dir()
     rows = []
