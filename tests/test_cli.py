@@ -64,9 +64,14 @@ def test_prompts_list_shows_versions_and_status() -> None:
 
 
 @pytest.mark.parametrize("columns", [60, 80, 120])
-def test_prompts_list_fits_the_terminal_and_says_for_which_class_a_version_is_promoted(columns: int) -> None:
+def test_prompts_list_fits_the_terminal_and_says_for_which_class_a_version_is_promoted(
+    columns: int, tmp_path: Path
+) -> None:
+    # a folder whose path alone is near the terminal's width (a clone in a temp folder, as CI makes)
+    prompts = tmp_path / ("clone-" + "x" * 30) / "bub-semantic-memory" / "prompts"
+    shutil.copytree(PromptLibrary().root, prompts)
     done = subprocess.run(
-        [str(SCRIPT), "prompts", "list"],
+        [str(SCRIPT), "prompts", "list", "--prompts-dir", str(prompts)],
         capture_output=True,
         text=True,
         check=False,

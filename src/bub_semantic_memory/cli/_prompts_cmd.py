@@ -75,7 +75,9 @@ def list_prompts(
     if as_json:
         stdout.print(json.dumps(rows, indent=2), markup=False)
         return
-    table = Table(title=f"Prompt versions in {library.root}")
+    # The folder on a line of its own, folded: a table's title is never wider than the table.
+    stdout.print(Text(f"Prompt versions in {library.root}", overflow="fold"), soft_wrap=False)
+    table = Table(title="Prompt versions")
     table.add_column("Version", no_wrap=True)
     # Only the description wraps: rich shares a narrow width between two wrapping columns
     # without regard to their longest words, and would cut one.
