@@ -28,8 +28,8 @@ from bub_semantic_memory.plugin import SemanticMemoryPlugin
 from bub_semantic_memory.stores._store import SnapshotStore
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, SchemaFollowingOracle
 from tests.conftest import DATA
+from tests.extraction.test_config import packaged_traits, parsed_options
 from tests.plugin.conftest import MAYA
-from tests.test_config import packaged_traits, parsed_options
 
 HOSTED_DEADLINE = transport.RetryPolicy().deadline_s
 SECONDS_PER_REQUEST = 200.0
