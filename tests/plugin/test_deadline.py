@@ -135,6 +135,7 @@ USER_BUB_HOME = os.environ.get("BUB_HOME") or str(Path.home() / ".bub")
 
 
 @pytest.mark.local_model
+@pytest.mark.timeout(900)  # the local deadline (600 s) and the model's assembly and load
 async def test_the_plugin_stores_a_snapshot_with_the_real_local_model_within_its_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
