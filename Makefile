@@ -13,7 +13,7 @@ UV := VIRTUAL_ENV=$(CURDIR)/.venv $(TOOLS)/bin/python -m uv
 # 10 min 36 s with other work beside it, measured 2026-12-05).
 LOCAL_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF
 
-.PHONY: setup setup-runtime setup-local setup-smoke stores test test-stores lint eval bench budget
+.PHONY: setup setup-runtime setup-local setup-smoke stores test test-slow test-all test-stores lint eval bench budget
 
 $(TOOLS)/bin/uv:
 	@echo "Installing uv $(UV_VERSION) into $(TOOLS)/, a project-local virtual environment (about 10 s)..."
@@ -69,13 +69,23 @@ stores: $(TOOLS)/bin/uv
 	    echo "bub-contrib's packages/bub-tapestore-sqlalchemy and packages/bub-tapestore-redis."; \
 	fi
 
+# The tests (tests/README.md): make test is the quick run, every test but those marked slow (real
+# processes, servers, builds: 5 s and more each) and those needing the local model; make test-slow runs
+# the slow ones alone, make test-all both (what a plain pytest runs). PYTEST_ARGS adds to any of them:
+# make test PYTEST_ARGS="-x tests/memory".
 test: setup stores
-	$(UV) run --frozen pytest
+	$(UV) run --frozen pytest -m "not slow and not local_model" $(PYTEST_ARGS)
 
-# The store matrix alone (SQLite, PostgreSQL, Redis; real servers the tests start): CI runs it here,
-# with the vendored store plugins, after the newcomer's make test skipped it.
+test-slow: setup stores
+	$(UV) run --frozen pytest -m "slow and not local_model" $(PYTEST_ARGS)
+
+test-all: setup stores
+	$(UV) run --frozen pytest -m "not local_model" $(PYTEST_ARGS)
+
+# The store matrix alone (SQLite, PostgreSQL, Redis; real servers the tests start), slow tests too: CI
+# runs it here, with the vendored store plugins, after the newcomer's make test skipped it.
 test-stores: setup stores
-	$(UV) run --frozen pytest tests/stores tests/reliability
+	$(UV) run --frozen pytest tests/stores tests/reliability $(PYTEST_ARGS)
 
 lint: setup stores
 	$(UV) run --frozen ruff check

@@ -3,7 +3,7 @@
 The gate (``bub_semantic_memory.evals.extraction.measure_cost``) and benchmark section 8 must measure the same
 session, but the gate cannot import the benchmarks: this writes the 200-turn synthetic tape
 of :func:`benchmarks.synthetic.make_tape` and its facts as a fixture directory,
-``evals/budget/session-200/``. ``tests/evals/test_cost.py`` checks the committed files are
+``evals/budget/session-200/``. ``tests/evals/extraction/test_cost.py`` checks the committed files are
 what this writes.
 """
 

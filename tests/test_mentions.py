@@ -2,7 +2,7 @@
 names, whole-word matching in spaced scripts, and that the three callers of the rule agree with
 it: the response validator (``schema``), the eval importer and the oracle test double.
 
-(``tests/evals/test_importer.py`` already checks one Chinese case through the importer and
+(``tests/evals/importers/test_importer.py`` already checks one Chinese case through the importer and
 ``tests/test_models.py`` checks ``normalize_name``.)
 """
 

@@ -58,7 +58,7 @@ class Secret:
     kind: str
     text: str  # as pasted
     needle: str = ""  # the part that must never leave the tape; empty: all of ``text``
-    marker: str = ""  # the redaction kind expected in its place (checked in tests/test_redact.py)
+    marker: str = ""  # the redaction kind expected in its place (checked in tests/tape/test_redact.py)
 
 
 def needle_of(secret: Secret) -> str:
@@ -523,7 +523,7 @@ IDENTIFIERS: tuple[Identifier, ...] = (
         "UUID without dashes", "id 123e4567e89b12d3a456426614174000", False, "32 hex digits: a token's length"
     ),
 )
-"""Ordinary identifiers, and the decision per kind (tested in ``tests/test_redact.py``)."""
+"""Ordinary identifiers, and the decision per kind (tested in ``tests/tape/test_redact.py``)."""
 
 
 def fragments(needle: str) -> list[str]:

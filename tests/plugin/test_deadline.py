@@ -28,8 +28,8 @@ from bub_semantic_memory.plugin import SemanticMemoryPlugin
 from bub_semantic_memory.stores._store import SnapshotStore
 from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, SchemaFollowingOracle
 from tests.conftest import DATA
+from tests.extraction.test_config import packaged_traits, parsed_options
 from tests.plugin.conftest import MAYA
-from tests.test_config import packaged_traits, parsed_options
 
 HOSTED_DEADLINE = transport.RetryPolicy().deadline_s
 SECONDS_PER_REQUEST = 200.0
@@ -135,6 +135,7 @@ USER_BUB_HOME = os.environ.get("BUB_HOME") or str(Path.home() / ".bub")
 
 
 @pytest.mark.local_model
+@pytest.mark.timeout(900)  # the local deadline (600 s) and the model's assembly and load
 async def test_the_plugin_stores_a_snapshot_with_the_real_local_model_within_its_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

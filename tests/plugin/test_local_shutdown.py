@@ -110,6 +110,7 @@ def test_an_extraction_cut_at_shutdown_is_finished_by_a_catch_up_process(tmp_pat
 
 
 @pytest.mark.local_model
+@pytest.mark.timeout(1200)  # it waits up to 900 s for the catch-up process to store the memory
 def test_bub_run_with_the_embedded_model_prints_its_reply_and_a_catch_up_stores_the_memory(
     tmp_path: Path,
 ) -> None:

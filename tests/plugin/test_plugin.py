@@ -80,6 +80,7 @@ async def test_the_turn_never_waits_for_the_extractor(harness: Harness) -> None:
     assert len(harness.extraction_requests()) == 1  # the lifespan waited for it at shutdown
 
 
+@pytest.mark.slow
 async def test_a_failing_extractor_never_fails_the_turn_and_is_retried_later(harness: Harness) -> None:
     harness.server.responder = lambda request: status_reply(500)
     framework, plugin, _stub = harness.framework()
@@ -239,6 +240,7 @@ def test_environment_overrides_the_config_file(monkeypatch: pytest.MonkeyPatch, 
     assert settings.budget == 650 and settings.every_turns == 3
 
 
+@pytest.mark.slow
 def test_bub_hooks_lists_the_plugin_for_its_hooks(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BUB_")} | {
         "BUB_HOME": str(tmp_path / "home")

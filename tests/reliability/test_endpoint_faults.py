@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+import pytest
 from bub.store import FileTapeStore
 
 from bub_semantic_memory import _errors as errors
@@ -124,6 +125,7 @@ def expected_keys(facts: Facts) -> tuple[list[str], list[tuple[str, str, str]]]:
     return sorted(key_of.values()), relations
 
 
+@pytest.mark.slow
 async def test_scheduled_faults_stay_within_bounds_and_count_every_token(
     fake_openai: FakeOpenAIServer, outcomes: Outcomes
 ) -> None:
@@ -358,6 +360,7 @@ def random_faults(tapes: list[Tape], tape: str, round_number: int, attempt: int)
     return stray.choice(list(FAULTS)) if stray.random() < FAULT_PROBABILITY else None
 
 
+@pytest.mark.slow
 async def test_after_the_faults_stop_every_tape_converges_to_the_fault_free_graph(
     fake_openai: FakeOpenAIServer, tmp_path: Path, outcomes: Outcomes
 ) -> None:

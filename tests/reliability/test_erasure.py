@@ -562,6 +562,7 @@ def test_point_4_forgetting_her_fact_with_purge_takes_the_same_value_as_her_attr
     )
 
 
+@pytest.mark.slow
 def test_point_5_sqlite_says_when_another_connection_keeps_the_old_pages_and_a_second_purge_clears_them(
     tmp_path: Path, outcomes: Outcomes
 ) -> None:

@@ -65,6 +65,7 @@ def user_text(index: int) -> str:
     return f"{entries[0].payload['content']} {entries[2].payload['content']}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prompt", [PROMPT, "extract@3"], ids=["single-step", "two-step"])
 async def test_a_hundred_turns_against_a_failing_endpoint(
     bub_rig: BubRig, outcomes: Outcomes, monkeypatch: pytest.MonkeyPatch, prompt: str

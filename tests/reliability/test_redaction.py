@@ -1,6 +1,6 @@
 """Secret redaction counted: corpus kinds caught per place, fixture gold masked, identifiers kept.
 
-The same invariants are asserted case by case in ``tests/test_redact.py``; here they are
+The same invariants are asserted case by case in ``tests/tape/test_redact.py``; here they are
 counted for ``docs/reliability.md``. Leaks through the extractor, the eval runner and a
 bub turn are counted in ``test_security.py``.
 """

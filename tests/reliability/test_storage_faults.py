@@ -154,6 +154,7 @@ def wait_for_growth(path: Path, size: int, writer: Writer, timeout_s: float = 10
             raise AssertionError(f"writer {writer.pid} never wrote")
 
 
+@pytest.mark.slow
 def test_kill_minus_9_mid_append_keeps_every_complete_snapshot(
     tmp_path: Path, outcomes: Outcomes, caplog: pytest.LogCaptureFixture
 ) -> None:

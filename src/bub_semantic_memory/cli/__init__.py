@@ -7,7 +7,7 @@ conventions live in :mod:`._common`.
 
 Importing the CLI, and printing any help, imports neither bub nor the model clients (openai,
 Instructor, llama.cpp): each command imports what it needs when it runs, so ``--help`` answers
-in well under a second (``tests/test_cli_startup.py`` holds the list).
+in well under a second (``tests/cli/test_startup.py`` holds the list).
 """
 
 from __future__ import annotations

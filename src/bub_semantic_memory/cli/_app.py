@@ -9,7 +9,7 @@
   llama.cpp server, exits as the server does).
 * The default prompt is the promoted version everywhere, and ``--help`` names it.
 
-``tests/test_cli_conventions.py`` checks each of these on every command.
+``tests/cli/test_conventions.py`` checks each of these on every command.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ and runs its file filters on every call. The plugins' compiled patterns and entr
 function are used directly, so a :class:`Redactor` has no global state and finds spans
 (what to replace), not just values.
 
-What is kept, by kind (see ``docs/reliability.md`` and ``tests/test_redact.py``):
+What is kept, by kind (see ``docs/reliability.md`` and ``tests/tape/test_redact.py``):
 
 - Git object ids: a 40- or 64-character hex id within 80 characters after a git word
   (``commit``, ``merge``, ``sha``, ``tree``, ``parent``, ``revert``, ``HEAD``, ...).

@@ -65,6 +65,7 @@ def test_the_readme_shows_both_python_examples() -> None:
     assert len(python_blocks("Use it from Python")) == 2
 
 
+@pytest.mark.slow
 def test_the_extract_fold_render_example_prints_a_memory_note(
     oracle_endpoint: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -76,6 +77,7 @@ def test_the_extract_fold_render_example_prints_a_memory_note(
     assert oracle_endpoint.requests, "the example extracted through the endpoint"
 
 
+@pytest.mark.slow
 def test_the_eval_example_prints_a_score_per_prompt_version(
     oracle_endpoint: FakeOpenAIServer, tmp_path: Path
 ) -> None:

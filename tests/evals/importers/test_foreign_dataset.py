@@ -100,6 +100,7 @@ def test_the_cli_import_skips_with_one_warning_and_a_summary(tmp_path: Path) -> 
     )
 
 
+@pytest.mark.slow
 def test_import_memory_does_not_grow_with_the_number_of_conversations(tmp_path: Path) -> None:
     def peak(count: int) -> int:
         source = tmp_path / f"many-{count}.jsonl"

@@ -19,7 +19,7 @@ from bub_semantic_memory.testing import (
     Reply,
     status_reply,
 )
-from tests.evals.test_runner import FAST
+from tests.evals.extraction.test_runner import FAST
 
 PEOPLE = ["Ana Lima", "Bruno Costa", "Carla Dias", "Davi Rocha", "Elisa Melo", "Fabio Nunes", "Gina Pires"]
 TURNS = 14  # the plugin extracts after the 6th and 12th user turn, and the last 2 at shutdown

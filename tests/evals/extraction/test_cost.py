@@ -81,6 +81,7 @@ def session() -> Fixture:
     return load_budget_session(REPO / "evals")
 
 
+@pytest.mark.slow
 async def test_a_hosted_request_is_billed_its_tool_schema(session: Fixture) -> None:
     cost = await measure_cost(PromptLibrary().load("extract@1"), session)
     assert cost.requests > 20  # the plugin's cadence over 200 turns
@@ -88,12 +89,14 @@ async def test_a_hosted_request_is_billed_its_tool_schema(session: Fixture) -> N
     assert 0 < cost.cached_share < 1
 
 
+@pytest.mark.slow
 async def test_a_version_tuned_on_the_local_model_is_over_the_hosted_budget(session: Fixture) -> None:
     cost = await measure_cost(PromptLibrary().load("extract@9"), session)
     assert cost.ratio > BUDGETS["hosted"] * 2 and cost.cached_share < 0.2
     assert over_budget(cost, "hosted") is not None
 
 
+@pytest.mark.slow
 async def test_the_gate_refuses_an_expensive_hosted_candidate_before_running_any_fixture(
     tmp_path: Path,
 ) -> None:

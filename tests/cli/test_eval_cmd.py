@@ -372,6 +372,7 @@ def test_fixtures_import_keeps_and_reports_unknown_types(tmp_path: Path) -> None
     assert gold["entities"][0]["type"] == "dragon" and gold["relations"][0]["type"] == "guards"
 
 
+@pytest.mark.slow
 def test_prompts_promote_exits_non_zero_when_the_gate_refuses(tmp_path: Path) -> None:
     prompts = tmp_path / "prompts"
     shutil.copytree(REPO / "prompts", prompts)
@@ -439,6 +440,7 @@ def test_prompts_promote_exits_non_zero_when_the_gate_refuses(tmp_path: Path) ->
     )
 
 
+@pytest.mark.slow
 def test_prompts_promote_runs_only_the_named_fixtures_of_the_tag(tmp_path: Path) -> None:
     prompts = tmp_path / "prompts"
     shutil.copytree(REPO / "prompts", prompts)

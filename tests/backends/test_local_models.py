@@ -143,8 +143,7 @@ def test_models_fits_the_terminal_without_cutting_a_word(
     columns: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
-    monkeypatch.setattr("bub_semantic_memory.cli._common.stdout.width", columns)  # what COLUMNS sets
-    result = CliRunner().invoke(app, ["models"])
+    result = CliRunner().invoke(app, ["models"], env={"COLUMNS": str(columns)})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     # a line wider than the terminal is one unbreakable word (the models directory, a temp path here)

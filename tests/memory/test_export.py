@@ -12,7 +12,7 @@ from bub_semantic_memory._models import Entity, PromptRef, Relation, Snapshot
 from bub_semantic_memory.memory._export import GRAPHML_NS, MemoryExport, export_memory, read_export
 from bub_semantic_memory.memory._graph import MemoryGraph
 from tests.conftest import make_snapshot
-from tests.test_edits import ONTOLOGY, TAPE, early
+from tests.memory.test_edits import ONTOLOGY, TAPE, early
 
 MOVED = make_snapshot(
     [Entity.create("Alice Chen", "person", evidence=[9]), Entity.create("Porto", "location", evidence=[9])],

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = "bub_semantic_memory"
-SOURCE = Path(__file__).resolve().parents[1] / "src" / PACKAGE
+SOURCE = Path(__file__).resolve().parents[2] / "src" / PACKAGE
 
 # What each layer may import besides itself, bottom to top. "foundation" is the package's
 # private top-level modules (data model, ontology, errors, tokens, mentions); "package" is

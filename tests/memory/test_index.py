@@ -313,6 +313,7 @@ for name in names:
 """
 
 
+@pytest.mark.slow
 def test_a_question_gets_the_same_memory_in_every_process() -> None:
     """Ties in BM25 ("knows" facts alike) must not be broken by set order, which Python's string
     hashing changes from one process to the next: the memory QA answers are cached by context."""

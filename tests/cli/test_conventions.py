@@ -283,6 +283,7 @@ def test_tables_in_a_60_column_terminal_split_instead_of_cutting_words() -> None
     assert "Summary (continued)" not in wide.stdout and "…" not in wide.stdout
 
 
+@pytest.mark.slow
 def test_help_inside_bub_keeps_the_conventions(tmp_path: Path) -> None:
     """Mounted as ``bub memory``, the commands still show flags without ``<bool>``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BUB_")}

@@ -2,7 +2,7 @@
 misses) and ``CachedFailure`` (which failures are cached and how they come back).
 
 The cache policies (``use``, ``off``, ``replay``) live in the runner and are tested in
-``tests/evals/test_runner.py``; the cache itself has no modes.
+``tests/evals/extraction/test_runner.py``; the cache itself has no modes.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -121,6 +122,7 @@ def test_eval_run_reports_every_fixture_on_stderr_and_keeps_stdout_for_results(t
     assert "ETA" not in done.stdout
 
 
+@pytest.mark.slow
 def test_extract_shows_a_spinner_with_elapsed_time_on_a_terminal_and_nothing_on_stdout(
     tmp_path: Path,
 ) -> None:

@@ -358,6 +358,7 @@ USER_BUB_HOME = os.environ.get("BUB_HOME") or str(Path.home() / ".bub")
 
 
 @pytest.mark.local_model
+@pytest.mark.timeout(900)  # the bound it asserts (600 s) and the model's assembly and load
 async def test_real_local_extraction_finds_the_fixtures_people_within_a_time_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,12 +15,17 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 
 def make(*args: str) -> subprocess.CompletedProcess[str]:
+    # Run from make (make test PYTEST_ARGS=...), the suite inherits make's variables: a make it runs
+    # would take them as its own.
+    inherited = {"MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "PYTEST_ARGS"}
+    env = {k: v for k, v in os.environ.items() if k not in inherited}
     return subprocess.run(
         ["make", "--no-print-directory", "-C", str(REPO), *args],
         capture_output=True,
         text=True,
         check=False,
         timeout=60,
+        env=env,
     )
 
 
@@ -157,3 +163,44 @@ def test_make_eval_installs_neither_the_dev_tools_nor_the_smoke_test_model() -> 
     uv_lines = [line for line in planned.stdout.splitlines() if " -m uv sync" in line or " -m uv run" in line]
     assert uv_lines and all("--no-dev" in line for line in uv_lines), uv_lines
     assert not any("smoke" in line for line in uv_lines)
+
+
+def pytest_command(target: str, *args: str) -> list[str]:
+    """The pytest arguments ``make -n target`` would run, split as the shell would."""
+    import shlex
+
+    planned = make("-n", "-o", "setup", "-o", "stores", target, *args)
+    assert planned.returncode == 0, planned.stderr
+    [line] = [line for line in planned.stdout.splitlines() if " pytest" in line]
+    words = shlex.split(line)
+    return words[words.index("pytest") + 1 :]
+
+
+def test_make_test_leaves_out_the_slow_tests_and_make_test_slow_runs_only_them() -> None:
+    assert pytest_command("test") == ["-m", "not slow and not local_model"]
+    assert pytest_command("test-slow") == ["-m", "slow and not local_model"]
+    assert pytest_command("test-all") == ["-m", "not local_model"]
+    assert pytest_command("test", "PYTEST_ARGS=-x tests/memory") == [
+        "-m",
+        "not slow and not local_model",
+        "-x",
+        "tests/memory",
+    ]
+
+
+def test_ci_runs_every_test_the_quick_run_leaves_out() -> None:
+    """The newcomer's ``make test`` runs the quick tests (the store matrix skips without its plugins);
+    ``.ci/run`` then runs the whole store matrix and the slow tests outside it, so CI runs every test
+    but the opt-in local-model ones, and none twice."""
+    import re
+    import shlex
+
+    newcomer = (REPO / ".ci" / "newcomer").read_text(encoding="utf-8")
+    assert re.search(r"^env -u CI make test$", newcomer, flags=re.MULTILINE)
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    steps = [shlex.split(line) for line in ci.splitlines() if line.startswith(("make test", ".ci/newcomer"))]
+    assert [step[:2] for step in steps] == [[".ci/newcomer"], ["make", "test-stores"], ["make", "test-slow"]]
+    matrix = pytest_command("test-stores")
+    slow_run = pytest_command("test-slow", *steps[2][2:])
+    assert slow_run[:2] == ["-m", "slow and not local_model"]
+    assert sorted(arg.removeprefix("--ignore=") for arg in slow_run[2:]) == sorted(matrix)
