@@ -185,8 +185,8 @@ def plugin_cadence(prompt: str, **overrides: str) -> tuple[Cadence, str]:
     environment = {"BUB_SEMANTIC_MEMORY_PROMPT": prompt, **overrides}
     with temp_dir("cadence") as root, isolated_env(root / "home", **environment):
         plugin = SemanticMemoryPlugin(BubFramework(config_file=root / "config.yml"))
-        settings = plugin.settings  # read now, inside the isolated environment; cached by the plugin
-    described = f"every_turns={settings.every_turns}, min_new_tokens={settings.min_new_tokens}"
+        cadence = plugin.memory.scheduler.cadence  # read now, inside the isolated environment
+    described = f"every_turns={cadence.every_turns}, min_new_tokens={cadence.min_new_tokens}"
     return plugin.memory.extraction_due, described
 
 

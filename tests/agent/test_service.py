@@ -16,6 +16,7 @@ from bub_semantic_memory._models import Entity, Relation, Snapshot
 from bub_semantic_memory.agent._policy import MemoryPolicy
 from bub_semantic_memory.agent._service import MemoryService
 from bub_semantic_memory.agent._setup import MemorySetup
+from bub_semantic_memory.backends import HOSTED, BackendTraits
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.stores._store import SnapshotStore, memory_tape_name
@@ -26,7 +27,13 @@ ONTOLOGY = PromptLibrary().load("extract@1").ontology
 
 
 class ScriptedExtractor:
-    """Extracts 'Maya Lin lives in Lisbon' from whatever follows the watermark; can be told to fail."""
+    """Extracts 'Maya Lin lives in Lisbon' from whatever follows the watermark; can be told to fail.
+
+    It declares an endpoint's traits, as the extractor of a hosted model does.
+    """
+
+    traits = HOSTED
+    chunk_tokens = 3000
 
     def __init__(self) -> None:
         self.calls: list[tuple[int, int]] = []
@@ -378,3 +385,37 @@ async def test_a_note_never_quotes_the_agents_own_tool_calls_or_what_the_memory_
     assert "memory_search" not in note  # neither the call nor what it returned
     assert "fs_read returned: Maya lives in Lisbon" in note  # another tool's result was said to the agent
     assert "Let me look." in memory.block(TAPE, "did you look?")  # what was said beside a call stays
+
+
+class LocalScriptedExtractor(ScriptedExtractor):
+    """The same, declaring the traits of a model in this process with windows of 1,500 tokens."""
+
+    traits = BackendTraits(in_process=True, grammar_constrained=True, context_tokens=8192)
+    chunk_tokens = 1500
+
+
+def test_a_local_model_waits_for_a_windows_worth_and_an_endpoint_for_six_turns() -> None:
+    hosted, local = (
+        MemoryPolicy().cadence(HOSTED, 3000),
+        MemoryPolicy().cadence(LocalScriptedExtractor.traits, 1500),
+    )
+    assert (hosted.every_turns, hosted.min_new_tokens) == (6, 1200)
+    assert (local.every_turns, local.min_new_tokens) == (None, 1500)
+    explicit = MemoryPolicy(every_turns=2, min_new_tokens=0).cadence(LocalScriptedExtractor.traits, 1500)
+    assert (explicit.every_turns, explicit.min_new_tokens) == (2, 0)  # what is set wins
+
+
+async def test_the_embedded_model_extracts_once_a_window_of_new_transcript_accumulated() -> None:
+    store, extractor = InMemoryTapeStore(), LocalScriptedExtractor()
+    memory = MemoryService.from_setup(MemorySetup(folds_with=ONTOLOGY), extractor=lambda: extractor)  # type: ignore[arg-type,return-value]
+    sentence = "Maya Lin told me about her week in Lisbon and the new studio she rents near the river. "
+    for _ in range(6):  # six turns: an endpoint's cadence would extract now
+        user_turns(store, sentence * 4)
+        await end_of_turn(memory, store)
+    assert extractor.calls == [] and memory.stats["deferred"] == 6
+    for _ in range(12):
+        user_turns(store, sentence * 4)
+        await end_of_turn(memory, store)
+    assert len(extractor.calls) == 1  # one window of about 1,500 tokens, not three of six turns
+    first, last = extractor.calls[0]
+    assert first == 1 and last > 24

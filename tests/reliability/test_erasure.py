@@ -38,6 +38,7 @@ from bub_semantic_memory.agent._policy import MemoryPolicy
 from bub_semantic_memory.agent._search import recall_entity, search_memory
 from bub_semantic_memory.agent._service import MemoryService
 from bub_semantic_memory.agent._setup import MemorySetup
+from bub_semantic_memory.backends import HOSTED
 from bub_semantic_memory.cli import app
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._export import export_memory
@@ -172,6 +173,9 @@ def leftovers(raw: dict[str, bytes], conversation: bytes) -> dict[str, int]:
 class HeldExtractor:
     """An extraction that started before the purge and ends after it: it yields entries 1-11 again,
     her included, once released."""
+
+    traits = HOSTED
+    chunk_tokens = 3000
 
     def __init__(self) -> None:
         self.started = asyncio.Event()

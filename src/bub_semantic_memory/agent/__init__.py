@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bub_semantic_memory.agent._editor import EditResult, MemoryEditor
     from bub_semantic_memory.agent._injection import MemoryNote, NoteBook, shown_lines, split_at_notes
-    from bub_semantic_memory.agent._policy import MemoryPolicy
+    from bub_semantic_memory.agent._policy import ExtractionCadence, MemoryPolicy, default_cadence
     from bub_semantic_memory.agent._search import recall_entity, search_memory
     from bub_semantic_memory.agent._service import MemoryService
     from bub_semantic_memory.agent._setup import MemorySetup
@@ -29,12 +29,14 @@ if TYPE_CHECKING:
 __all__ = [
     "MEMORY_TOOLS",
     "EditResult",
+    "ExtractionCadence",
     "MemoryEditor",
     "MemoryNote",
     "MemoryPolicy",
     "MemoryService",
     "MemorySetup",
     "NoteBook",
+    "default_cadence",
     "recall_entity",
     "search_memory",
     "shown_lines",
@@ -51,7 +53,9 @@ _MODULES = {
     "split_at_notes": "_injection",
     "EditResult": "_editor",
     "MemoryEditor": "_editor",
+    "ExtractionCadence": "_policy",
     "MemoryPolicy": "_policy",
+    "default_cadence": "_policy",
     "MemoryService": "_service",
     "MemorySetup": "_setup",
 }

@@ -1,7 +1,9 @@
 """When a tape's memory is extracted, how much of it a note holds, what the agent may edit.
 
 :class:`MemoryPolicy` is the one place these defaults are written: the plugin's settings, the
-CLI's options and the evals take theirs from it (a test checks that they agree).
+CLI's options and the evals take theirs from it (a test checks that they agree). The cadence
+depends on the backend, and :meth:`MemoryPolicy.cadence` is the one place it is decided from
+what the backend declares.
 """
 
 from __future__ import annotations
@@ -11,9 +13,28 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bub_semantic_memory.backends import BackendTraits
 from bub_semantic_memory.memory import DEFAULT_BUDGET, DEFAULT_PASSAGE_SHARE
 
-__all__ = ["MemoryPolicy"]
+__all__ = ["ExtractionCadence", "MemoryPolicy", "default_cadence"]
+
+_HOSTED_EVERY_TURNS = 6
+_HOSTED_MIN_NEW_TOKENS = 1200
+
+
+@dataclass(frozen=True)
+class ExtractionCadence:
+    """When a tape's new entries are extracted, resolved for one extractor.
+
+    Attributes:
+        every_turns: after this many new user turns (None: turns are not counted).
+        min_new_tokens: or once the new transcript reaches this many tokens (0: never by size).
+
+    A handoff (an anchor) and shutdown extract whatever is new, whatever the cadence.
+    """
+
+    every_turns: int | None
+    min_new_tokens: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -22,8 +43,10 @@ class MemoryPolicy:
 
     Attributes:
         budget: estimated tokens of a rendered memory block.
-        every_turns: extract after every N-th user turn (and at handoffs and shutdown).
-        min_new_tokens: or as soon as the new transcript reaches this many tokens (0: off).
+        every_turns: extract after every N-th user turn (and at handoffs and shutdown); None:
+            the backend's default (see :meth:`cadence`).
+        min_new_tokens: or as soon as the new transcript reaches this many tokens (0: off);
+            None: the backend's default.
         max_concurrent: extractions running at once across tapes.
         retry_cooldown: seconds before a tape whose extraction failed is tried again.
         checkpoint_every: store a checkpoint after this many new snapshots (0: never).
@@ -35,8 +58,8 @@ class MemoryPolicy:
     """
 
     budget: int = DEFAULT_BUDGET
-    every_turns: int = 6
-    min_new_tokens: int = 1200
+    every_turns: int | None = None
+    min_new_tokens: int | None = None
     max_concurrent: int = 2
     retry_cooldown: float = 30.0
     checkpoint_every: int = 200
@@ -49,3 +72,32 @@ class MemoryPolicy:
         leave the default)."""
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in settings.items() if k in names and v is not None})
+
+    def cadence(self, traits: BackendTraits, chunk_tokens: int) -> ExtractionCadence:
+        """The cadence for an extractor whose backend declares ``traits`` and whose windows hold
+        ``chunk_tokens`` of new transcript: the one place its defaults are decided.
+
+        What is set wins. An endpoint extracts every 6th user turn or once 1,200 tokens are new:
+        short windows, a memory that keeps up. A model in this process extracts once a window's
+        worth is new (``chunk_tokens``), turns uncounted: every window pays a fixed part
+        (instructions, known entities, earlier lines, a request per step) that a CPU evaluates
+        again, so windows of six turns cost the embedded model four times the transcript; the
+        recent turns are in the agent's own context meanwhile.
+        """
+        if traits.in_process:
+            every, tokens = None, chunk_tokens
+        else:
+            every, tokens = _HOSTED_EVERY_TURNS, _HOSTED_MIN_NEW_TOKENS
+        return ExtractionCadence(
+            every_turns=self.every_turns if self.every_turns is not None else every,
+            min_new_tokens=self.min_new_tokens if self.min_new_tokens is not None else tokens,
+        )
+
+
+def default_cadence() -> dict[str, str]:
+    """How each cadence setting left unset is decided, in words, for the settings' descriptions
+    and the CLI's help (as :func:`~bub_semantic_memory.extraction.default_bounds` does the bounds)."""
+    return {
+        "every_turns": f"{_HOSTED_EVERY_TURNS}; for a local model, off: it extracts by size",
+        "min_new_tokens": f"{_HOSTED_MIN_NEW_TOKENS}; for a local model, its window size",
+    }

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
 
     from bub_semantic_memory.agent._memories import TapeMemories
+    from bub_semantic_memory.agent._policy import ExtractionCadence
     from bub_semantic_memory.extraction import Extractor
     from bub_semantic_memory.memory import MemoryGraph
 
@@ -233,20 +234,29 @@ class ExtractionScheduler:
         self.memories.since_checkpoint[tape] = 0
         self.stats["checkpoints"] += written
 
+    @property
+    def cadence(self) -> ExtractionCadence:
+        """The cadence, resolved for the extractor (the setup's declared backend until one is built)."""
+        extractor = self._extractor if self._extractor_built else None
+        if extractor is not None:
+            return self.policy.cadence(extractor.traits, extractor.chunk_tokens)
+        return self.memories.setup.cadence()
+
     def extraction_due(self, entries: list[Any], watermark: int) -> bool:
         """The extraction cadence: every N-th user turn, once enough new text accumulated, or at a
         handoff (an anchor: the agent's context is about to lose the turns before it).
 
         Recent turns are still in the agent's own context, so batching them costs no recall.
         """
+        cadence = self.cadence
         new = [e for e in entries if e.id > watermark]
         turns = sum(1 for e in new if e.kind == "message" and e.payload.get("role") == "user")
-        if turns >= self.policy.every_turns:
+        if cadence.every_turns is not None and turns >= cadence.every_turns:
             return True
         if any(e.kind == "anchor" and e.payload.get("name") != "session/start" for e in new):
             return True
-        if self.policy.min_new_tokens > 0 and new:
-            return estimate_tokens(render_transcript(new).text()) >= self.policy.min_new_tokens
+        if cadence.min_new_tokens > 0 and new:
+            return estimate_tokens(render_transcript(new).text()) >= cadence.min_new_tokens
         return False
 
     async def drain(self, grace_s: float | None = None) -> list[str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bub_semantic_memory._errors import PromptNotFoundError
-from bub_semantic_memory.agent._policy import MemoryPolicy
+from bub_semantic_memory.agent._policy import ExtractionCadence, MemoryPolicy
 from bub_semantic_memory.backends import HOSTED, BackendTraits, declared_traits
 from bub_semantic_memory.extraction import ExtractorConfig, PromptLibrary, PromptTemplate
 from bub_semantic_memory.tape import Redactor
@@ -158,6 +158,14 @@ class MemorySetup:
                 self.prompt,
             )
             return None
+
+    def cadence(self) -> ExtractionCadence:
+        """When extraction runs, for the backend the extractor's model declares (no backend is
+        opened; see :meth:`MemoryPolicy.cadence`)."""
+        if self.extractor is None:
+            return self.policy.cadence(self.traits, 0)
+        bounds = self.extractor.resolve(self.traits, self.load_template().window)
+        return self.policy.cadence(self.traits, bounds.chunk_tokens)
 
     # -- what the setup builds ----------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from bub_semantic_memory.agent import MemoryPolicy
+from bub_semantic_memory.agent import MemoryPolicy, default_cadence
 from bub_semantic_memory.cli._common import API_KEY_ENV, print_table, stderr, stdout
 from bub_semantic_memory.extraction import ExtractorConfig, default_bounds
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from bub_semantic_memory.evals.extraction import Report
 
 _DEFAULT = default_bounds()
+_CADENCE = default_cadence()
 
 
 def _setting(default: Any, *flags: str, **kwargs: Any) -> Any:
@@ -98,7 +99,7 @@ MIN_NEW_TOKENS = _setting(
     "--min-new-tokens",
     min=0,
     help="With --cadence plugin: or once the new transcript reaches this many tokens, 0: off "
-    f"(default: {MemoryPolicy.min_new_tokens}).",
+    f"(default: {_CADENCE['min_new_tokens']}).",
     show_default=False,
 )
 BUDGET = _setting(

@@ -17,7 +17,7 @@ import bub
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from bub_semantic_memory.agent import MemoryPolicy, MemorySetup
+from bub_semantic_memory.agent import MemoryPolicy, MemorySetup, default_cadence
 from bub_semantic_memory.backends import is_local_spec
 from bub_semantic_memory.extraction import default_bounds
 
@@ -43,6 +43,7 @@ _PROVIDER_BASE_URLS = {
     "vllm": "http://localhost:8000/v1",
 }
 _DEFAULT = default_bounds()
+_CADENCE = default_cadence()
 
 
 @bub.config(name="semantic-memory")
@@ -84,15 +85,21 @@ class SemanticMemorySettings(bub.Settings):
             "prompt prefix cacheable; 'system' in the leading system message (needs no tape context hook)."
         ),
     )
-    every_turns: int = Field(
+    every_turns: int | None = Field(
         default=MemoryPolicy.every_turns,
         ge=1,
-        description="Extract after every N-th user turn (and at handoffs and shutdown).",
+        description=(
+            "Extract after every N-th user turn, and at handoffs and shutdown "
+            f"(default: {_CADENCE['every_turns']})."
+        ),
     )
-    min_new_tokens: int = Field(
+    min_new_tokens: int | None = Field(
         default=MemoryPolicy.min_new_tokens,
         ge=0,
-        description="Or as soon as the new transcript reaches this many tokens (0: off).",
+        description=(
+            "Or as soon as the new transcript reaches this many tokens, 0: off "
+            f"(default: {_CADENCE['min_new_tokens']})."
+        ),
     )
     chunk_tokens: int | None = Field(
         default=None,

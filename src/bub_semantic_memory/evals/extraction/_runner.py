@@ -170,7 +170,7 @@ class _PromptRunner:
             extra["candidates_sha256"] = _sha256(json.dumps(candidate_names(transcript.lines)))
         if self.options.cadence == "plugin":  # other windows, other answers
             policy = self.options.policy or MemoryPolicy()
-            extra["cadence"] = {"every_turns": policy.every_turns, "min_new_tokens": policy.min_new_tokens}
+            extra["cadence"] = dataclasses.asdict(policy.cadence(ex.traits, ex.chunk_tokens))
         return cache_key(
             **substituted,
             **extra,
