@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from bub_semantic_memory.agent._editor import EditResult, MemoryEditor
     from bub_semantic_memory.agent._injection import MemoryNote, NoteBook, shown_lines, split_at_notes
+    from bub_semantic_memory.agent._lag import ExtractionLag
     from bub_semantic_memory.agent._policy import ExtractionCadence, MemoryPolicy, default_cadence
     from bub_semantic_memory.agent._search import recall_entity, search_memory
     from bub_semantic_memory.agent._service import MemoryService
@@ -30,6 +31,7 @@ __all__ = [
     "MEMORY_TOOLS",
     "EditResult",
     "ExtractionCadence",
+    "ExtractionLag",
     "MemoryEditor",
     "MemoryNote",
     "MemoryPolicy",
@@ -54,6 +56,7 @@ _MODULES = {
     "EditResult": "_editor",
     "MemoryEditor": "_editor",
     "ExtractionCadence": "_policy",
+    "ExtractionLag": "_lag",
     "MemoryPolicy": "_policy",
     "default_cadence": "_policy",
     "MemoryService": "_service",

@@ -26,8 +26,9 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from bub_semantic_memory._tokens import estimate_tokens
+from bub_semantic_memory.agent._lag import ExtractionLag, ExtractionPace, extraction_lag
 from bub_semantic_memory.stores import SnapshotStore, fetch_tape
-from bub_semantic_memory.tape import render_transcript
+from bub_semantic_memory.tape import ReadReport, render_transcript
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
@@ -79,6 +80,7 @@ class ExtractionScheduler:
         self._cooldown_until: dict[str, float] = {}
         self._deferred: dict[str, TapeStore | AsyncTapeStore] = {}
         self._outlived_reset: dict[str, int] = {}  # tape -> watermark of a memory its reset left in place
+        self._pace: dict[str, ExtractionPace] = {}  # tape -> its extractions timed in this process
         self._semaphore: asyncio.Semaphore | None = None
 
     @property
@@ -182,17 +184,42 @@ class ExtractionScheduler:
             return 0
         self._deferred.pop(tape, None)
         stored = 0
+        pace = self._pace.get(tape, ExtractionPace())
         async for extracted in extractor.iter_extract(entries, tape=tape, memory=graph):
             # the store leaves out what a purge erased, even one made since the graph was read
             graph.add(await snapshots.append(extracted, memory=graph))  # the graph learns what it kept
+            pace += ExtractionPace.of([extracted], entries)
             stored += 1
             self.stats["snapshots"] += 1
+        self._pace[tape] = pace
         if any(erasure.id not in graph.edits for erasure in snapshots.erasures_read.get(tape, ())):
             graph = await self.memories.reload(tape, store)  # purged meanwhile: the loaded memory held it
         self.memories.prepare_renders(tape, graph, entries, stored=stored > 0)
         if stored:
             await self._checkpoint_if_due(tape, snapshots, stored)
+            await self._log_lag(tape, store, graph.watermark)
         return stored
+
+    async def _log_lag(self, tape: str, store: TapeStore | AsyncTapeStore, watermark: int) -> None:
+        """Say what waits after an extraction (turns that arrived meanwhile), for a user of a slow
+        model; the tape is read again, since the extraction read it before those turns."""
+        try:
+            entries = await fetch_tape(store, tape)
+        except Exception as exc:  # a report only: the extraction is stored
+            logger.debug("semantic memory: cannot read tape %s for its lag: %s", tape, exc)
+            return
+        logger.info("semantic memory: tape %s: %s", tape, self.lag(tape, entries, watermark).describe())
+
+    def lag(
+        self, tape: str, entries: Sequence[Any], watermark: int, *, pace: ExtractionPace | None = None
+    ) -> ExtractionLag:
+        """What of ``entries`` waits for extraction, at ``pace`` (default: this process's on ``tape``)."""
+        return extraction_lag(
+            entries,
+            watermark,
+            pace if pace is not None else self._pace.get(tape, ExtractionPace()),
+            due=self.extraction_due(list(entries), watermark),
+        )
 
     async def _reload_after_reset(
         self, tape: str, store: TapeStore | AsyncTapeStore, watermark: int
@@ -256,7 +283,8 @@ class ExtractionScheduler:
         if any(e.kind == "anchor" and e.payload.get("name") != "session/start" for e in new):
             return True
         if cadence.min_new_tokens > 0 and new:
-            return estimate_tokens(render_transcript(new).text()) >= cadence.min_new_tokens
+            quiet = ReadReport(log_level=logging.DEBUG)  # the extraction reports its cut lines
+            return estimate_tokens(render_transcript(new, report=quiet).text()) >= cadence.min_new_tokens
         return False
 
     async def drain(self, grace_s: float | None = None) -> list[str]:

@@ -22,9 +22,11 @@ from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from bub_semantic_memory.agent._lag import ExtractionLag, ExtractionPace
 from bub_semantic_memory.agent._memories import TapeMemories
 from bub_semantic_memory.agent._policy import MemoryPolicy
 from bub_semantic_memory.agent._scheduler import ExtractionScheduler
+from bub_semantic_memory.stores import SnapshotStore, fetch_tape
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
@@ -152,6 +154,15 @@ class MemoryService:
     def extraction_due(self, entries: list[Any], watermark: int) -> bool:
         """Whether the cadence says to extract the entries after ``watermark`` now."""
         return self.scheduler.extraction_due(entries, watermark)
+
+    async def lag(self, tape: str, store: TapeStore | AsyncTapeStore) -> ExtractionLag:
+        """What of ``tape`` waits for extraction and how long it should take, at the pace of every
+        snapshot stored for it (other processes' too; see :mod:`~._lag`)."""
+        graph = await self.refresh(tape, store)
+        entries = await fetch_tape(store, tape)
+        snapshots, _ = await SnapshotStore(store).load(tape)
+        pace = ExtractionPace.of(snapshots, entries)
+        return self.scheduler.lag(tape, entries, graph.watermark, pace=pace)
 
     async def drain(self, grace_s: float | None = None) -> list[str]:
         """Finish or cancel extractions at shutdown; the tapes it cut short."""

@@ -47,7 +47,7 @@ from bub_semantic_memory.memory import MemoryGraph
 from bub_semantic_memory.tape import Entry, ReadReport, read_tape_file
 
 if TYPE_CHECKING:  # the stores and the agent layer import bub: loaded when a command runs
-    from bub_semantic_memory.agent import MemoryService
+    from bub_semantic_memory.agent import ExtractionLag, MemoryService
 
 
 def register(app: typer.Typer, *, verbs_at_top: bool = False) -> None:
@@ -202,18 +202,26 @@ async def _no_memory(name: str, backend: Any) -> str:
 
 
 def _load_or_fail(
-    name: str, tapes_dir: Path | None, *, prompt: str | None, prompts_dir: Path | None, **policy: Any
-) -> tuple[MemoryService, MemoryGraph]:
+    name: str,
+    tapes_dir: Path | None,
+    *,
+    prompt: str | None,
+    prompts_dir: Path | None,
+    with_lag: bool = False,
+    **policy: Any,
+) -> tuple[MemoryService, MemoryGraph, ExtractionLag | None]:
     """The tape's memory in the tape store ``--tapes-dir`` names (else bub's), as the plugin loads
-    it, under the setup :func:`~._options.tape_setup` makes; no memory: exit 1."""
+    it, under the setup :func:`~._options.tape_setup` makes, and (``with_lag``) what of the tape
+    waits for extraction; no memory: exit 1."""
 
     from bub_semantic_memory.agent import MemoryService
 
-    async def load() -> tuple[MemoryService, MemoryGraph]:
+    async def load() -> tuple[MemoryService, MemoryGraph, ExtractionLag | None]:
         async with tape_store(tapes_dir) as backend:
             setup = await tape_setup(backend, name, prompt=prompt, prompts_dir=prompts_dir, **policy)
             service = MemoryService.from_setup(setup, extractor=lambda: None)
-            return service, await _load(service, name, backend)
+            graph = await _load(service, name, backend)
+            return service, graph, (await service.lag(name, backend) if with_lag else None)
 
     try:
         return asyncio.run(load())
@@ -240,7 +248,7 @@ def search(
     from bub_semantic_memory.agent import search_memory
 
     name = tape_name(tape, session, workspace)
-    service, _ = _load_or_fail(name, tapes_dir, prompt=prompt, prompts_dir=prompts_dir)
+    service, _, _ = _load_or_fail(name, tapes_dir, prompt=prompt, prompts_dir=prompts_dir)
     result = search_memory(service, name, query, entity_type=entity_type, limit=limit)
     if as_json:
         stdout.print(json.dumps(result, indent=2, ensure_ascii=False), markup=False)
@@ -282,14 +290,21 @@ def show(
     tapes_dir: Path | None = TAPES_DIR_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the block and its statistics as JSON."),
 ) -> None:
-    """Print exactly the memory block that would be injected for TAPE."""
+    """Print exactly the memory block that would be injected for TAPE (on stderr: what of the
+    tape waits for extraction, and how long it should take at the tape's pace)."""
     from bub_semantic_memory.stores import session_tape_name, validate_tape_name
 
     if (tape is None) == (session is None):
         fail("give either a TAPE name or --session", code=2)
     name = validate_tape_name(tape) if tape is not None else session_tape_name(str(session), workspace)
-    service, graph = _load_or_fail(
-        name, tapes_dir, prompt=prompt, prompts_dir=prompts_dir, budget=budget, passage_share=passage_share
+    service, graph, lag = _load_or_fail(
+        name,
+        tapes_dir,
+        prompt=prompt,
+        prompts_dir=prompts_dir,
+        with_lag=True,
+        budget=budget,
+        passage_share=passage_share,
     )
     block = service.render(name, query)  # the plugin's own path: ranked, evidence quoted
     if as_json:
@@ -306,9 +321,12 @@ def show(
             "relations": graph.relation_count,
             "snapshots": graph.snapshot_count,
             "watermark": graph.watermark,
+            "lag": lag.as_dict() if lag else None,
         }
         stdout.print(json.dumps(payload, indent=2, ensure_ascii=False), markup=False)
         return
+    if lag is not None and lag.entries:
+        stderr.print(f"Tape {name}: {lag.describe()}.", markup=False)
     if not block:
         stderr.print(f"The memory of tape {name} holds nothing to inject.", markup=False)
         return
