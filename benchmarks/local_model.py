@@ -10,7 +10,13 @@ part (instructions, types, example) first. Measured side by side in one run:
   processed) and **warm** (reset, then another fixture's request first: only the shared
   static prefix is held), per fixture; the ratio of the medians is the speed-up;
 * prompt-processing and generation tokens per second, from llama.cpp's own counters;
-* the quick set end to end with the promoted prompt (``run_eval``, concurrency 1, cache off).
+* the quick set end to end with the promoted prompt (``run_eval``, concurrency 1, cache off);
+* what a conversation costs at the plugin's cadence (the first 150 entries, 30 user turns, of
+  ``long-tape-friends-and-hobbies``, replayed turn by turn through the plugin's service), with
+  the six-turn cadence the local class had before and its own cadence now: prompt tokens sent
+  per tape token, tokens llama.cpp evaluated (sent less the KV prefix it reused), completion
+  tokens per stored item, and wall time against the floor (the tape's tokens once at the
+  measured prompt speed plus the completion at the measured generation speed).
 
 Skipped with a note when ``llama_cpp`` is not importable, and in ``--quick`` runs.
 """
@@ -26,16 +32,22 @@ from typing import Any
 from rich.console import Console
 
 from benchmarks.common import FIXTURES, BenchConfig, Section, Table, temp_dir
+from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.evals.extraction import RunOptions, run_eval
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.extraction._responses import Constraints, build_entities_model
 from bub_semantic_memory.extraction._window import plan_windows
+from bub_semantic_memory.tape import render_transcript
 
 __all__ = ["run"]
 
 PAIRS = 4
+CONVERSATION = "long-tape-friends-and-hobbies"
+CONVERSATION_ENTRIES = 150
+BEFORE = MemoryPolicy(every_turns=6, min_new_tokens=1200)
+"""The local class's cadence before issue 48 (the hosted class's still)."""
 
 
 def _perf(backend: Any) -> tuple[float, int, float, int]:
@@ -93,6 +105,98 @@ async def _timed(backend: Any, request: dict[str, Any]) -> tuple[float, tuple[fl
     return time.perf_counter() - start, _perf(backend)
 
 
+async def _conversation(backend: Any, prompt: str, policy: MemoryPolicy) -> dict[str, Any]:
+    """The conversation replayed through the plugin's service at ``policy``'s cadence, and its cost."""
+    from bub_semantic_memory.evals.extraction._replay import replay_as_plugin
+    from bub_semantic_memory.extraction import Extractor
+    from bub_semantic_memory.extraction._config import ExtractorConfig
+
+    [fixture] = load_fixtures(FIXTURES, ids=[CONVERSATION])
+    entries = fixture.entries()[:CONVERSATION_ENTRIES]
+    extractor = Extractor(ExtractorConfig(model="local", prompt=prompt), backend=backend)
+    backend.reset()  # both cadences start from an empty KV cache
+    began = time.perf_counter()
+    replayed = await replay_as_plugin(
+        entries, extractor, extractor.prompt.ontology, tape=CONVERSATION, policy=policy
+    )
+    wall = time.perf_counter() - began
+    usage = [s.usage for s in replayed.snapshots]
+    tape_tokens = len(backend._llm.tokenize(render_transcript(entries).text().encode("utf-8"), add_bos=False))
+    items = sum(len(s.entities) + len(s.relations) + len(s.facts) for s in replayed.snapshots)
+    return {
+        "windows": len(replayed.snapshots),
+        "requests": sum(u.requests for u in usage),
+        "sent": sum(u.prompt_tokens for u in usage),
+        "evaluated": sum(u.prompt_tokens - u.cached_tokens for u in usage),
+        "completion": sum(u.completion_tokens for u in usage),
+        "tape": tape_tokens,
+        "entities": sum(len(s.entities) for s in replayed.snapshots),
+        "relations": sum(len(s.relations) for s in replayed.snapshots),
+        "items": items,
+        "wall": wall,
+        "failures": replayed.failures,
+    }
+
+
+def _conversation_rows(
+    section: Section,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    prompt_rate: float,
+    generation_rate: float,
+) -> Table:
+    """Rows and a table: the conversation's cost at the cadence before and now, side by side."""
+    table = Table(
+        f"{CONVERSATION}, first {CONVERSATION_ENTRIES} entries ({after['tape']:,} tape tokens), "
+        "at the plugin's cadence",
+        [
+            "cadence",
+            "windows",
+            "requests",
+            "sent / tape",
+            "evaluated / tape",
+            "completion / item",
+            "entities, relations",
+            "wall / floor",
+        ],
+    )
+    for name, run in (("six turns (before)", before), ("local class's (now)", after)):
+        floor = run["tape"] / prompt_rate + run["completion"] / generation_rate
+        run["floor"] = floor
+        table.rows.append(
+            [
+                name,
+                run["windows"],
+                run["requests"],
+                f"{run['sent'] / run['tape']:.2f}",
+                f"{run['evaluated'] / run['tape']:.2f}",
+                f"{run['completion'] / max(run['items'], 1):.1f}",
+                f"{run['entities']}, {run['relations']}",
+                f"{run['wall'] / floor:.2f} ({run['wall']:.0f} s / {floor:.0f} s)",
+            ]
+        )
+    ratio = before["evaluated"] / after["evaluated"]
+    section.row(
+        "local model: tokens evaluated for a conversation, six-turn cadence / the local class's",
+        f"{ratio:.2f}×",
+        "≥ 1.5×",
+        ratio >= 1.5,
+        f"{before['evaluated']:,} / {after['evaluated']:,} tokens evaluated of {before['sent']:,} / "
+        f"{after['sent']:,} sent, for {after['tape']:,} tape tokens",
+        kind="ratio",
+    )
+    speed = before["wall"] / after["wall"]
+    section.row(
+        "local model: wall time for a conversation, six-turn cadence / the local class's",
+        f"{speed:.2f}×",
+        "",
+        None,
+        f"{before['wall']:.0f} s / {after['wall']:.0f} s; floor {after['floor']:.0f} s now",
+        kind="ratio",
+    )
+    return table
+
+
 async def run(config: BenchConfig) -> Section:
     prompt_ref = config.library().manifest().promoted["extract"]["local"]
     promoted = f"extract@{prompt_ref.version}"
@@ -102,7 +206,9 @@ async def run(config: BenchConfig) -> Section:
         method=(
             f"Qwen2.5-Coder 1.5B Instruct Q4_K_M in process (llama.cpp), prompt {promoted}. Cold and "
             f"warm runs of the same entity-step request for {PAIRS} quick fixtures, in one run; then the "
-            "quick set end to end (run_eval, concurrency 1, cache off). Model loaded before timing."
+            "quick set end to end (run_eval, concurrency 1, cache off); then a conversation of "
+            f"{CONVERSATION_ENTRIES} entries replayed at the plugin's cadence, six-turn against the local "
+            "class's. Model loaded before timing."
         ),
     )
     if config.quick:
@@ -161,6 +267,8 @@ async def run(config: BenchConfig) -> Section:
                 fixtures, [config.library().load(promoted)], options, console=Console(stderr=True, quiet=True)
             )
             quick_s = time.perf_counter() - began
+        before = await _conversation(backend, promoted, BEFORE)
+        after = await _conversation(backend, promoted, MemoryPolicy())
     finally:
         await backend.aclose()
 
@@ -193,6 +301,20 @@ async def run(config: BenchConfig) -> Section:
         kind="time",
     )
     section.tables.append(table)
+    section.tables.append(
+        _conversation_rows(
+            section,
+            before,
+            after,
+            prompt_rate=statistics.median(prompt_rate),
+            generation_rate=statistics.median(generation_rate),
+        )
+    )
+    section.notes.append(
+        "The conversation's two cadences run the same prompt on the same loaded model, one after the "
+        "other, each from an empty KV cache; the floor reads each tape token once at the prompt speed "
+        "measured above and writes the same completion at the generation speed measured above."
+    )
     section.notes.append(
         "Both sides of each ratio are the same request on the same loaded model, one after the other; the "
         "machine's 2 cores may be shared with other processes, so absolute seconds are indicative only."
