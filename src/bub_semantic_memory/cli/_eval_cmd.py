@@ -111,6 +111,10 @@ def run(
     ),
     every_turns: int | None = opt.EVERY_TURNS,
     min_new_tokens: int | None = opt.MIN_NEW_TOKENS,
+    locomo: Path | None = opt.LOCOMO,
+    split: str | None = opt.SPLIT,
+    samples: list[str] = opt.SAMPLES,
+    sessions: int | None = opt.SESSIONS,
 ) -> None:
     """Run prompt versions over the fixtures: scores, a side-by-side table, report files.
 
@@ -129,8 +133,10 @@ def run(
     assert setup.extractor is not None
     config = setup.extractor
     templates = [config.library().load(ref, model_class=setup.traits.model_class) for ref in prompts]
-    selected = opt.load_selected(fixtures, tags, ids)
-    dataset_ontology = _dataset_ontology(fixtures)
+    selected = opt.load_selected(
+        fixtures, tags, ids, locomo=locomo, split=split, samples=samples, sessions=sessions
+    )
+    dataset_ontology = _dataset_ontology(fixtures) if locomo is None else None
     labels = _label_space(selected, dataset_ontology or templates[0].ontology, label_map)
     options = RunOptions(
         extractor=config,
@@ -394,6 +400,8 @@ def import_locomo_fixtures(
         help="Fail on any problem (a sample skipped, evidence naming no turn, a question dropped); "
         "write nothing.",
     ),
+    samples: list[str] = opt.SAMPLES,
+    sessions: int | None = opt.SESSIONS,
 ) -> None:
     """Turn LoCoMo samples into fixtures: a dated Bub tape and the sample's questions each.
 
@@ -404,7 +412,7 @@ def import_locomo_fixtures(
     """
     from bub_semantic_memory.evals.importers import import_locomo
 
-    report = import_locomo(source, out, strict=strict)
+    report = import_locomo(source, out, samples=samples or None, sessions=sessions, strict=strict)
     for warning in report.warnings:
         stderr.print(f"Warning: {warning}", markup=False)
     for fixture_id in report.fixtures:

@@ -117,6 +117,27 @@ PASSAGE_SHARE = _setting(
     help="Share of the budget for the transcript lines that match the question best (the plugin's setting).",
 )
 CACHE_DIR = typer.Option(Path(".cache/eval"), "--cache-dir", help="Response cache directory.")
+LOCOMO = _setting(
+    None,
+    "--locomo",
+    help="A JSON file of LoCoMo conversations (e.g. ../shared/datasets/locomo/locomo8.json): run on them "
+    "instead of --fixtures, read where the file lies and imported once under .cache/locomo.",
+    show_default=False,
+)
+SPLIT = typer.Option(
+    None, "--split", help="With --locomo: tune or test, the fixed split by conversation.", show_default=False
+)
+SAMPLES = typer.Option(
+    [], "--sample", help="With --locomo: only this conversation (repeatable), e.g. conv-30."
+)
+SESSIONS = typer.Option(
+    None,
+    "--sessions",
+    min=1,
+    help="With --locomo: each conversation's first N sessions only, and the questions they answer.",
+    show_default=False,
+)
+LOCOMO_CACHE = Path(".cache/locomo")
 
 
 def extractor_config(params: Mapping[str, Any] | None = None, /, **options: Any) -> ExtractorConfig:
@@ -163,11 +184,30 @@ async def tape_setup(
     return await setup.for_tape(store, tape)
 
 
-def load_selected(directory: Path, tags: list[str], ids: list[str]) -> list[Fixture]:
-    """The fixtures of ``directory`` that ``--tag`` and ``--fixture`` select."""
+def load_selected(
+    directory: Path,
+    tags: list[str],
+    ids: list[str],
+    *,
+    locomo: Path | None = None,
+    split: str | None = None,
+    samples: list[str] | None = None,
+    sessions: int | None = None,
+) -> list[Fixture]:
+    """The fixtures of ``directory`` that ``--tag`` and ``--fixture`` select; or, with ``--locomo``,
+    the LoCoMo conversations ``--split``, ``--sample`` and ``--sessions`` select."""
     from bub_semantic_memory.evals import load_fixtures
 
-    return load_fixtures(directory, tags=tags, ids=ids)
+    if locomo is None:
+        if split is not None or samples or sessions is not None:
+            raise typer.BadParameter("--split, --sample and --sessions need --locomo FILE")
+        return load_fixtures(directory, tags=tags, ids=ids)
+    from bub_semantic_memory.evals.importers import locomo_fixtures
+
+    folder, chosen = locomo_fixtures(
+        locomo, LOCOMO_CACHE, split=split, samples=samples or (), sessions=sessions
+    )
+    return load_fixtures(folder, tags=tags, ids=[i for i in chosen if not ids or i in ids])
 
 
 def print_report(report: Report, out: Path | None) -> None:

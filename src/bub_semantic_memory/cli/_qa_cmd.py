@@ -33,8 +33,9 @@ def qa(
     conditions: list[str] = typer.Option(
         [],
         "--condition",
-        help="Only this condition (repeatable): none, memory, memory-no-facts (the memory without its "
-        "stated facts; only when asked for), gold-memory, tape-search, bm25, full.",
+        help="Only this condition (repeatable): none, memory, memory-no-lines (the note without the "
+        "transcript lines it quotes), memory-no-facts (the memory without its stated facts; both only "
+        "when asked for), gold-memory, tape-search, bm25, full.",
     ),
     budget: int | None = typer.Option(
         None,
@@ -74,6 +75,10 @@ def qa(
     out: Path | None = typer.Option(
         Path("reports/qa"), "--out", "-o", help="Where qa.json, qa.md and qa.html go."
     ),
+    locomo: Path | None = opt.LOCOMO,
+    split: str | None = opt.SPLIT,
+    samples: list[str] = opt.SAMPLES,
+    sessions: int | None = opt.SESSIONS,
 ) -> None:
     """Score the context an agent receives for each fixture question, under each condition.
 
@@ -104,7 +109,9 @@ def qa(
             "predictions are the memory)",
             2,
         )
-    selected = opt.load_selected(fixtures, tags, ids)
+    selected = opt.load_selected(
+        fixtures, tags, ids, locomo=locomo, split=split, samples=samples, sessions=sessions
+    )
     selected = [f for f in selected if f.gold.questions]
     if not selected:
         fail("no selected fixture has questions")

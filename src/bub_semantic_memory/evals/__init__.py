@@ -26,6 +26,7 @@ from __future__ import annotations
 from bub_semantic_memory.evals._dataset import (
     FACTS_FILE,
     GOLD_FILE,
+    QUESTIONS_ONLY,
     TAPE_FILE,
     UNKNOWN,
     Fixture,
@@ -66,6 +67,7 @@ __all__ = [
     "FACTS_FILE",
     "GOLD_FILE",
     "PRF",
+    "QUESTIONS_ONLY",
     "TAPE_FILE",
     "UNKNOWN",
     "DatasetScore",

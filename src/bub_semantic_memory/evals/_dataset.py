@@ -122,14 +122,20 @@ class GoldFacts(BaseModel):
 
 
 type QuestionCategory = Literal[
-    "single-hop", "multi-hop", "temporal", "preference", "aggregation", "unanswerable"
+    "single-hop", "multi-hop", "temporal", "preference", "aggregation", "open-domain", "unanswerable"
 ]
 """What kind of recall a question needs: one stated fact; facts joined across turns or entities; a fact
 as of a time, or one that changed; what someone likes or wants; a count or list gathered over the tape;
-nothing in the tape answers it (the right answer is "unknown")."""
+what the tape says combined with knowledge from outside it; nothing in the tape answers it (the right
+answer is "unknown")."""
 
 UNKNOWN = "unknown"
 """The answer of an unanswerable question."""
+
+QUESTIONS_ONLY = "questions-only"
+"""The tag of a fixture whose dataset annotates no entities or relations, only questions (LoCoMo's):
+its extraction is not scored (F1 undefined, shown as "–", never 0) and its questions name no gold
+entity (that share is undefined too)."""
 
 
 class Question(BaseModel):
@@ -140,6 +146,8 @@ class Question(BaseModel):
         accepted: other forms of the answer that count as it ("Bob" for "Robert Castillo").
         category: what kind of recall it needs (see :data:`QuestionCategory`).
         evidence: ids of the tape entries that state the answer (none for an unanswerable one).
+        source_category: the category the question's own dataset gives it, as that dataset numbers
+            and names it (LoCoMo's ``3 open-domain``), so results can be reported in its terms.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -149,6 +157,7 @@ class Question(BaseModel):
     accepted: list[str] = Field(default_factory=list)
     category: QuestionCategory | None = None
     evidence: list[int] = Field(default_factory=list)
+    source_category: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_empty_optionals(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

@@ -134,7 +134,8 @@ def test_locomo_photo_turn_keeps_its_caption_as_text(imported: Path) -> None:
 
 
 def test_locomo_questions_keep_their_categories_and_point_at_the_turns(imported: Path) -> None:
-    expected = {1: "multi-hop", 2: "temporal", 3: "multi-hop", 4: "single-hop", 5: "unanswerable"}
+    expected = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "unanswerable"}
+    named = {1: "1 multi-hop", 2: "2 temporal", 3: "3 open-domain", 4: "4 single-hop", 5: "5 adversarial"}
     seen: set[int] = set()
     for sample in samples():
         [fixture] = load_fixtures(imported, ids=[f"locomo-{sample['sample_id']}"])
@@ -146,7 +147,8 @@ def test_locomo_questions_keep_their_categories_and_point_at_the_turns(imported:
             seen.add(source["category"])
             assert question.question == source["question"]
             assert question.category == expected[source["category"]]
-            assert question.accepted == []
+            assert question.source_category == named[source["category"]]  # LoCoMo's own, for its tables
+            assert question.accepted == [] or source["category"] == 3
             if source["category"] == 5:
                 assert (question.answer, question.evidence) == ("unknown", [])
                 assert source["adversarial_answer"] not in question.answers
@@ -161,7 +163,7 @@ def test_locomo_questions_keep_their_categories_and_point_at_the_turns(imported:
 def test_locomo_specific_questions_convert_as_documented(imported: Path) -> None:
     gold = Gold.model_validate_json((imported / "locomo-demo-1" / "gold.json").read_bytes())
     assert gold.entities == [] and gold.relations == []
-    assert gold.tags == ["locomo", "foreign"]
+    assert gold.tags == ["locomo", "foreign", "questions-only"]
     assert "no entities or relations" in gold.description
     by_question = {q.question: q for q in gold.questions}
     entries, _ = read_tape_file(imported / "locomo-demo-1" / "tape.jsonl")
@@ -345,3 +347,101 @@ def test_cli_import_locomo_counts_skipped_samples_and_strict_fails(tmp_path: Pat
     assert broken.stderr.splitlines() == [
         f"Error: LoCoMo file {source} is not valid JSON: Expecting value (line 1, column 1)"
     ]
+
+
+def test_a_cut_keeps_the_first_sessions_and_only_the_questions_they_answer(tmp_path: Path) -> None:
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    import_locomo(SAMPLE, whole)
+    report = import_locomo(SAMPLE, cut, sessions=1)
+    [sample] = [s for s in samples() if s["sample_id"] == "demo-1"]
+    first = {t["dia_id"] for t in sample["conversation"]["session_1"]}
+    entries, _ = read_tape_file(cut / "locomo-demo-1" / "tape.jsonl")
+    said = {line.body for line in render_transcript(entries).lines}
+    assert said == {turn_text(t) for t in sample["conversation"]["session_1"]}  # the tape ends with session 1
+    gold = Gold.model_validate_json((cut / "locomo-demo-1" / "gold.json").read_bytes())
+    kept = {q.question for q in gold.questions}
+    for source in sample["qa"]:
+        refs = {r.strip() for value in source["evidence"] for r in value.split(";")}
+        later = bool(refs - first) and bool(refs & {t["dia_id"] for t in source_turns(sample)} - first)
+        assert (source["question"] in kept) is not later, source["question"]
+    issues = report.issues["locomo-demo-1"]
+    assert len(issues.beyond_cut) == len(sample["qa"]) - len(gold.questions) > 0
+    assert issues.dropped_questions == []  # left out by the cut, not dropped as broken
+    assert "the first 1 session of" in gold.description
+
+
+def test_only_the_named_samples_are_imported_and_an_unknown_one_is_an_error(tmp_path: Path) -> None:
+    report = import_locomo(SAMPLE, tmp_path / "one", samples=["demo-2"])
+    assert report.fixtures == ["locomo-demo-2"]
+    with pytest.raises(FixtureError, match="has no sample conv-99"):
+        import_locomo(SAMPLE, tmp_path / "none", samples=["demo-2", "conv-99"])
+
+
+def test_an_open_domain_answer_with_alternatives_accepts_each(tmp_path: Path) -> None:
+    data = samples()
+    for question in data[0]["qa"]:
+        if question["category"] == 3:
+            question["answer"] = "Likely yes; yes, he hikes every weekend"
+    source = tmp_path / "locomo.json"
+    source.write_text(json.dumps(data), encoding="utf-8")
+    import_locomo(source, tmp_path / "out")
+    gold = Gold.model_validate_json((tmp_path / "out" / "locomo-demo-1" / "gold.json").read_bytes())
+    [question] = [q for q in gold.questions if q.category == "open-domain"]
+    assert (question.answer, question.accepted) == ("Likely yes", ["yes, he hikes every weekend"])
+
+
+def test_the_split_is_fixed_by_name_four_conversations_each() -> None:
+    from bub_semantic_memory.evals.importers import LOCOMO_SPLITS
+
+    assert {name: len(ids) for name, ids in LOCOMO_SPLITS.items()} == {"tune": 4, "test": 4}
+    assert not set(LOCOMO_SPLITS["tune"]) & set(LOCOMO_SPLITS["test"])
+
+
+def test_eval_qa_reads_locomo_where_it_lies_and_reports_its_own_categories(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the import goes under ./.cache/locomo
+    out = tmp_path / "qa"
+    result = runner.invoke(
+        app,
+        ["eval", "qa", "--locomo", str(SAMPLE), "--sample", "demo-1", "--condition", "bm25",
+         "--condition", "tape-search", "--condition", "full", "--out", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert list((tmp_path / ".cache" / "locomo").glob("*-all/locomo-demo-1/tape.jsonl"))
+    report = json.loads((out / "qa.json").read_text())
+    assert {item["fixture"] for item in report["items"]} == {"locomo-demo-1"}
+    assert {item["source_category"] for item in report["items"]} == {
+        "1 multi-hop", "2 temporal", "3 open-domain", "4 single-hop", "5 adversarial",
+    }  # fmt: skip
+    assert all(item["names_entity"] is None for item in report["items"])  # LoCoMo names no gold entity
+    markdown = (out / "qa.md").read_text()
+    assert "## Word-level context recall, by the dataset's own category" in markdown
+    assert "fits the model" not in markdown  # no model: whether the whole tape fits is not known
+    assert "| `bm25` | " in markdown
+
+
+def test_eval_run_on_a_locomo_cut_says_extraction_is_not_scored_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bub_semantic_memory.testing import FakeOpenAIServer, OracleResponder, SchemaFollowingOracle
+
+    monkeypatch.chdir(tmp_path)
+    oracle = SchemaFollowingOracle(OracleResponder(entities=[{"name": "Nadia", "type": "person"}]))
+    with FakeOpenAIServer(responder=oracle) as server:
+        result = runner.invoke(
+            app,
+            ["eval", "run", "--locomo", str(SAMPLE), "--sessions", "1", "--model", "m", "--base-url",
+             server.base_url, "--prompt", "extract@1", "--concurrency", "1", "--out", str(tmp_path / "run")],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert list((tmp_path / ".cache" / "locomo").glob("*-first-1-sessions/locomo-demo-2"))
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    [run] = report["runs"]
+    assert [f["fixture"] for f in run["fixtures"]] == ["locomo-demo-1", "locomo-demo-2"]
+    assert run["metrics"]["entities"]["f1"] is None and run["metrics"]["relations"]["f1"] is None
+
+
+def test_locomo_options_without_locomo_are_a_usage_error() -> None:
+    result = runner.invoke(app, ["eval", "qa", "--split", "test", "--condition", "bm25"])
+    assert result.exit_code == 2 and "--split, --sample and --sessions need --locomo FILE" in result.stderr

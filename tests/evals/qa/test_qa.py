@@ -117,10 +117,11 @@ def test_bm25_ranks_the_line_that_shares_the_questions_words_first() -> None:
     assert context.text.split("\n")[0].endswith("The Orion migration is due on Friday.")
 
 
-def test_the_full_transcript_says_when_it_does_not_fit_the_model() -> None:
+def test_the_full_transcript_says_when_it_does_not_fit_the_model_and_nothing_without_one() -> None:
     transcript = render_transcript(TAPE)
-    assert full_context(transcript, context_tokens=None).fits
-    assert not full_context(transcript, context_tokens=10).fits
+    assert full_context(transcript, context_tokens=None).fits is None  # no model: not known, not "fits"
+    assert full_context(transcript, context_tokens=100_000).fits is True
+    assert full_context(transcript, context_tokens=10).fits is False
 
 
 def gold() -> Gold:

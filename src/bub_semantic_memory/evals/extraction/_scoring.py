@@ -86,7 +86,14 @@ from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import normalize_name
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._statements import name_words, similarity
-from bub_semantic_memory.evals._dataset import Gold, GoldEntity, GoldFact, GoldRelation, Prediction
+from bub_semantic_memory.evals._dataset import (
+    QUESTIONS_ONLY,
+    Gold,
+    GoldEntity,
+    GoldFact,
+    GoldRelation,
+    Prediction,
+)
 from bub_semantic_memory.evals.extraction._matching import min_cost_matching
 
 __all__ = [
@@ -455,6 +462,10 @@ def _score(
     config: ScoringConfig,
     facts: Sequence[GoldFact] | None = None,
 ) -> FixtureScore:
+    if QUESTIONS_ONLY in gold.tags:
+        # The dataset annotates no entities or relations (LoCoMo): nothing the extraction says can be
+        # right or wrong against it, so its F1 is undefined ("–"), not 0.
+        prediction = prediction.model_copy(update={"entities": [], "relations": []})
     if config.entity_types:
         gold = gold.model_copy(update={"entities": _retyped(gold.entities, config)})
         prediction = prediction.model_copy(update={"entities": _retyped(prediction.entities, config)})

@@ -10,7 +10,15 @@ report what they skipped or could not check in an :class:`ImportReport`.
 
 from __future__ import annotations
 
-from bub_semantic_memory.evals.importers._locomo import import_locomo
+from bub_semantic_memory.evals.importers._locomo import SPLITS as LOCOMO_SPLITS
+from bub_semantic_memory.evals.importers._locomo import import_locomo, locomo_fixtures
 from bub_semantic_memory.evals.importers._plain import FixtureIssues, ImportReport, import_conversations
 
-__all__ = ["FixtureIssues", "ImportReport", "import_conversations", "import_locomo"]
+__all__ = [
+    "LOCOMO_SPLITS",
+    "FixtureIssues",
+    "ImportReport",
+    "import_conversations",
+    "import_locomo",
+    "locomo_fixtures",
+]

@@ -29,11 +29,18 @@ plain-conversation importer's :class:`~bub_semantic_memory.evals.importers._plai
   The image URL is dropped.
 * **Questions.** Evidence ``dia_id``\\ s become the entry ids of those turns' messages; a
   ``dia_id`` that names no turn is reported in :attr:`FixtureIssues.unknown_evidence` and the
-  question is kept without it. Categories: 1 multi-hop, 2 temporal, 3 (open-domain, it also
-  needs knowledge from outside the conversation) multi-hop as well, 4 single-hop, 5 (adversarial)
-  unanswerable, with the answer ``unknown`` and no evidence; its ``adversarial_answer`` is the
-  trap, not an accepted form, and is dropped. A question that cannot be converted (no answer, a
-  category outside 1-5) is dropped and reported in :attr:`FixtureIssues.dropped_questions`.
+  question is kept without it. Each question keeps LoCoMo's own category as LoCoMo numbers and
+  names it (``source_category``: ``1 multi-hop``, ``2 temporal``, ``3 open-domain``, ``4
+  single-hop``, ``5 adversarial``; some harnesses mislabel them), beside the project's category:
+  multi-hop, temporal, open-domain (it also needs knowledge from outside the conversation),
+  single-hop and unanswerable, with the answer ``unknown`` and no evidence; an adversarial
+  question's ``adversarial_answer`` is the trap, not an accepted form, and is dropped. An
+  open-domain answer that lists alternatives after a ``;`` keeps the first as the answer and the
+  others as accepted forms. A question that cannot be converted (no answer, a category outside
+  1-5) is dropped and reported in :attr:`FixtureIssues.dropped_questions`.
+* **A cut.** ``sessions=N`` keeps a conversation's first N sessions, for quick loops: the tape
+  ends with session N, and a question whose evidence lies in a later session is left out (counted
+  in :attr:`FixtureIssues.beyond_cut`, never reported as dropped).
 * **Gold.** LoCoMo annotates no entities or relations, so the gold has none (its description
   says so); tags ``locomo`` and ``foreign``. ``event_summary``, ``observation`` and
   ``session_summary`` are ignored.
@@ -46,8 +53,10 @@ few megabytes); the output is byte-identical for the same input.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -66,6 +75,7 @@ from pydantic import (
 
 from bub_semantic_memory._errors import FixtureError
 from bub_semantic_memory.evals._dataset import (
+    QUESTIONS_ONLY,
     UNKNOWN,
     Gold,
     Question,
@@ -82,20 +92,42 @@ from bub_semantic_memory.evals.importers._plain import (
     write_fixtures,
 )
 
-__all__ = ["CATEGORIES", "FIXTURE_PREFIX", "TAGS", "import_locomo"]
+__all__ = [
+    "CATEGORIES",
+    "FIXTURE_PREFIX",
+    "SOURCE_CATEGORIES",
+    "SPLITS",
+    "TAGS",
+    "import_locomo",
+    "locomo_fixtures",
+]
 
 FIXTURE_PREFIX = "locomo-"
 """A sample's fixture id is this prefix and its ``sample_id``."""
-TAGS = ("locomo", "foreign")
+TAGS = ("locomo", "foreign", QUESTIONS_ONLY)
 """The tags of every imported fixture."""
 CATEGORIES: dict[int, QuestionCategory] = {
     1: "multi-hop",
     2: "temporal",
-    3: "multi-hop",  # open-domain (the conversation plus world knowledge): Question has no slot for it
+    3: "open-domain",
     4: "single-hop",
     5: "unanswerable",
 }
 """LoCoMo's question categories and the categories of :class:`~bub_semantic_memory.evals.Question`."""
+SOURCE_CATEGORIES: dict[int, str] = {
+    1: "1 multi-hop",
+    2: "2 temporal",
+    3: "3 open-domain",
+    4: "4 single-hop",
+    5: "5 adversarial",
+}
+"""LoCoMo's categories as LoCoMo numbers and names them (a question's ``source_category``)."""
+SPLITS: dict[str, tuple[str, ...]] = {
+    "tune": ("conv-30", "conv-41", "conv-42", "conv-43"),
+    "test": ("conv-44", "conv-47", "conv-48", "conv-50"),
+}
+"""The fixed split of the eight LoCoMo conversations the project uses, by ``sample_id``: prompts,
+ranking and rendering are decided on ``tune``; ``test`` is only reported on."""
 
 _SECOND = timedelta(seconds=1)
 _SESSION_KEY = re.compile(r"session_(\d+)")
@@ -162,7 +194,14 @@ class _Session:
     turns: list[_Turn]
 
 
-def import_locomo(path: Path, out: Path, *, strict: bool = False) -> ImportReport:
+def import_locomo(
+    path: Path,
+    out: Path,
+    *,
+    samples: Collection[str] | None = None,
+    sessions: int | None = None,
+    strict: bool = False,
+) -> ImportReport:
     """Convert the samples of a LoCoMo-layout JSON file into fixture directories under ``out``.
 
     Each sample becomes ``out/locomo-<sample_id>/{tape.jsonl,gold.json}`` (see the module
@@ -172,6 +211,9 @@ def import_locomo(path: Path, out: Path, *, strict: bool = False) -> ImportRepor
     Args:
         path: the JSON file: an array of LoCoMo samples.
         out: the fixtures directory (created if needed).
+        samples: only these ``sample_id``\\ s (None: all); one the file lacks is an error.
+        sessions: keep each conversation's first N sessions and the questions they answer
+            (None: all of it).
         strict: fail on any problem (a sample that cannot be imported, an evidence
             reference to no turn, a question dropped), writing nothing.
 
@@ -183,15 +225,24 @@ def import_locomo(path: Path, out: Path, *, strict: bool = False) -> ImportRepor
         FixtureError: the file cannot be read, is not JSON or is not an array; a fixture
             cannot be written; with ``strict``, the first problem found.
     """
-    samples = _read_samples(path)
+    if sessions is not None and sessions < 1:
+        raise FixtureError(f"a cut keeps at least one session, not {sessions}")
+    raw_samples = _read_samples(path)
+    wanted = set(samples) if samples is not None else None
+    if wanted is not None:
+        present = {raw.get("sample_id") for raw in raw_samples if isinstance(raw, dict)}
+        if missing := sorted(wanted - present):
+            raise FixtureError(f"LoCoMo file {path} has no sample {', '.join(missing)}")
     report = ImportReport()
     converted: list[ConvertedFixture] = []
     seen: dict[str, str] = {}
-    for index, raw in enumerate(samples):
+    for index, raw in enumerate(raw_samples):
         where = f"{path}[{index}]"
         sample_id = raw.get("sample_id") if isinstance(raw, dict) else None
+        if wanted is not None and sample_id not in wanted:
+            continue
         try:
-            item = _convert(raw, where, seen)
+            item = _convert(raw, where, seen, sessions)
         except FixtureError as exc:
             if strict:
                 raise
@@ -228,7 +279,7 @@ def _read_samples(path: Path) -> list[Any]:
     return data
 
 
-def _convert(raw: Any, where: str, seen: dict[str, str]) -> ConvertedFixture:
+def _convert(raw: Any, where: str, seen: dict[str, str], cut: int | None = None) -> ConvertedFixture:
     if not isinstance(raw, dict):
         raise FixtureError(f"{where}: a sample must be a JSON object, not {_json_kind(raw)}")
     try:
@@ -240,26 +291,32 @@ def _convert(raw: Any, where: str, seen: dict[str, str]) -> ConvertedFixture:
     check_fixture_id(fixture_id, f"{where}: fixture")
     if fixture_id in seen:
         raise FixtureError(f"{where}: duplicate sample_id (first at {seen[fixture_id]})")
-    sessions = _sessions(sample.conversation, where)
+    every_session = _sessions(sample.conversation, where)
+    sessions = every_session[:cut] if cut is not None else every_session
     tape, entry_of = _tape(sample.conversation, sessions, where)
+    later = {turn.dia_id for session in every_session[len(sessions) :] for turn in session.turns}
     issues = FixtureIssues()
     warnings: list[str] = []
     questions: list[Question] = []
     for index, item in enumerate(sample.qa):
+        if later and _answered_later(item, later):
+            issues.beyond_cut.append(f"qa[{index}]")
+            continue
         question = _question(item, entry_of, f"qa[{index}]", fixture_id, issues, warnings)
         if question is not None:
             questions.append(question)
     conversation = sample.conversation
     first, last = sessions[0].date.date().isoformat(), sessions[-1].date.date().isoformat()
     turns = sum(len(s.turns) for s in sessions)
+    shown = f"the first {_count(len(sessions), 'session')} of {len(every_session)}: " if later else ""
     gold = Gold(
         id=fixture_id,
         description=(
             f"LoCoMo sample {sample.sample_id}: {conversation.speaker_a} and {conversation.speaker_b} "
-            f"talk in {_count(len(sessions), 'dated session')} from {first} to {last}, "
+            f"talk in {shown}{_count(len(sessions), 'dated session')} from {first} to {last}, "
             f"{_count(turns, 'turn')}. "
             "LoCoMo annotates no entities or relations, so the gold has none: only its questions "
-            "(its open-domain category is filed as multi-hop)."
+            "(each keeps LoCoMo's own category)."
         ),
         tags=list(TAGS),
         questions=questions,
@@ -267,6 +324,13 @@ def _convert(raw: Any, where: str, seen: dict[str, str]) -> ConvertedFixture:
     gold_json = gold.model_dump(mode="json", exclude={"forbidden"})
     gold_bytes = (json.dumps(gold_json, indent=2, ensure_ascii=False) + "\n").encode()
     return ConvertedFixture(id=fixture_id, tape=tape, gold=gold_bytes, issues=issues, warnings=warnings)
+
+
+def _answered_later(item: Any, later: set[str]) -> bool:
+    """Whether a question's evidence names a turn of a session a cut left out."""
+    evidence = item.get("evidence") if isinstance(item, dict) else None
+    values = [value for value in evidence if isinstance(value, str)] if isinstance(evidence, list) else []
+    return any(reference in later for reference in _references(values))
 
 
 def _sessions(conversation: _Conversation, where: str) -> list[_Session]:
@@ -361,10 +425,13 @@ def _question(
         return None
     category = CATEGORIES[source.category]
     evidence: list[int] = []
+    accepted: list[str] = []
     if category == "unanswerable":
         answer = UNKNOWN  # the adversarial answer is the trap, never a right answer
     else:
         answer = _answer_text(source.answer)
+        if category == "open-domain" and ";" in answer:  # alternatives, the first is LoCoMo's own
+            answer, *accepted = [part.strip() for part in answer.split(";") if part.strip()]
         if not answer:
             drop(f"no answer (category {source.category})")
             return None
@@ -379,7 +446,14 @@ def _question(
             elif entry_id not in evidence:
                 evidence.append(entry_id)
     try:
-        return Question(question=source.question.strip(), answer=answer, category=category, evidence=evidence)
+        return Question(
+            question=source.question.strip(),
+            answer=answer,
+            accepted=accepted,
+            category=category,
+            evidence=evidence,
+            source_category=SOURCE_CATEGORIES[source.category],
+        )
     except ValidationError as exc:
         drop(describe_validation_error(exc))
         return None
@@ -413,3 +487,48 @@ def _json_kind(value: Any) -> str:
             return json.dumps(value)
         case _:
             return "a number"
+
+
+_IMPORTED = "imported.json"
+
+
+def locomo_fixtures(
+    path: Path,
+    cache_dir: Path,
+    *,
+    split: str | None = None,
+    samples: Collection[str] = (),
+    sessions: int | None = None,
+) -> tuple[Path, list[str]]:
+    """LoCoMo's conversations as fixtures, read from ``path`` where it lies (the data set is not the
+    project's to copy), imported once under ``cache_dir`` and reused while the file is unchanged.
+
+    Args:
+        split: ``tune`` or ``test`` (:data:`SPLITS`); or ``samples`` by ``sample_id``; neither: all.
+        sessions: each conversation's first N sessions only (see :func:`import_locomo`).
+
+    Returns:
+        The fixture directory and the ids of the fixtures selected.
+
+    Raises:
+        FixtureError: both ``split`` and ``samples``, an unknown split, a sample the file lacks, or
+            a file that cannot be read.
+    """
+    if split is not None and samples:
+        raise FixtureError("give --split or --sample, not both")
+    if split is not None and split not in SPLITS:
+        raise FixtureError(f"unknown split {split!r}: choose from {', '.join(SPLITS)}")
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError as exc:
+        raise FixtureError(f"cannot read LoCoMo file {path}: {exc.strerror or exc}") from exc
+    out = cache_dir / f"{digest}-{'all' if sessions is None else f'first-{sessions}-sessions'}"
+    if not (out / _IMPORTED).exists():
+        report = import_locomo(path, out, sessions=sessions)
+        (out / _IMPORTED).write_text(report.model_dump_json(indent=1) + "\n", encoding="utf-8")
+    chosen = SPLITS[split] if split is not None else tuple(samples)
+    imported = ImportReport.model_validate_json((out / _IMPORTED).read_bytes()).fixtures
+    ids = [fixture for fixture in imported if not chosen or fixture.removeprefix(FIXTURE_PREFIX) in chosen]
+    if missing := sorted(set(chosen) - {fixture.removeprefix(FIXTURE_PREFIX) for fixture in ids}):
+        raise FixtureError(f"LoCoMo file {path} has no sample {', '.join(missing)}")
+    return out, ids

@@ -179,6 +179,8 @@ class FixtureIssues(BaseModel):
         dropped_questions: questions that could not be converted, each with its reason.
         dangling_fact_entities: names in a fact's ``about`` that are no gold entity's name or
             alias (the fact is kept; a memory cannot hold it, nor a prediction match it).
+        beyond_cut: questions left out because a cut of the conversation (its first sessions)
+            ends before the turns that answer them.
     """
 
     unknown_entity_types: list[str] = Field(default_factory=list)
@@ -188,6 +190,7 @@ class FixtureIssues(BaseModel):
     forbidden_gold_names: list[str] = Field(default_factory=list)
     unknown_evidence: list[str] = Field(default_factory=list)
     dropped_questions: list[str] = Field(default_factory=list)
+    beyond_cut: list[str] = Field(default_factory=list)
     dangling_fact_entities: list[str] = Field(default_factory=list)
 
     def __bool__(self) -> bool:
@@ -280,7 +283,7 @@ def write_fixtures(items: Iterable[ConvertedFixture], out: Path, report: ImportR
         except OSError as exc:
             raise FixtureError(f"cannot write fixture {folder}: {exc.strerror or exc}") from exc
         report.fixtures.append(item.id)
-        if item.issues:
+        if item.issues or item.issues.beyond_cut:  # a cut is no problem, but it is said
             report.issues[item.id] = item.issues
         report.warnings.extend(item.warnings)
 

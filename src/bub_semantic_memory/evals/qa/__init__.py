@@ -29,7 +29,14 @@ from bub_semantic_memory.evals.qa._report import (
     QAReport,
     Rate,
 )
-from bub_semantic_memory.evals.qa._run import QAOptions, contains_answer, judge, memory_from_report, run_qa
+from bub_semantic_memory.evals.qa._run import QAOptions, memory_from_report, run_qa
+from bub_semantic_memory.evals.qa._scores import (
+    answer_word_recall,
+    contains_answer,
+    judge,
+    normalize,
+    token_f1,
+)
 
 __all__ = [
     "ALL_CONDITIONS",
@@ -46,9 +53,12 @@ __all__ = [
     "QAOutcome",
     "QAReport",
     "Rate",
+    "answer_word_recall",
     "contains_answer",
     "judge",
     "make_memory",
     "memory_from_report",
+    "normalize",
     "run_qa",
+    "token_f1",
 ]

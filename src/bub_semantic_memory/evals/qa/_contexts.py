@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +35,7 @@ from bub_semantic_memory._models import Entity, Fact, PromptRef, Relation, Snaps
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.evals._dataset import Gold, GoldFact, Prediction
+from bub_semantic_memory.evals.qa._scores import normalize
 from bub_semantic_memory.tape import Entry, Transcript, render_transcript
 
 __all__ = [
@@ -47,7 +47,6 @@ __all__ = [
     "bm25_context",
     "full_context",
     "memory_context",
-    "normalize",
     "pack",
     "search_words",
     "snapshots_of",
@@ -98,14 +97,7 @@ class Context:
     condition: str
     text: str
     tokens: int
-    fits: bool = True
-
-
-def normalize(text: str) -> str:
-    """Case, accents and punctuation folded, words separated by single spaces (for answer matching)."""
-    folded = unicodedata.normalize("NFKD", text.casefold())
-    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return " ".join(re.findall(r"\w+", plain))
+    fits: bool | None = True
 
 
 def pack(pieces: Iterable[str], budget: int) -> str:
@@ -287,10 +279,11 @@ def bm25_context(transcript: Transcript, question: str, *, budget: int) -> Conte
 
 
 def full_context(transcript: Transcript, *, context_tokens: int | None) -> Context:
-    """The whole transcript; it does not fit when it exceeds ``context_tokens`` (None: no limit)."""
+    """The whole transcript; it does not fit when it exceeds ``context_tokens`` (None: no model said
+    how much it reads, so whether it fits is not known)."""
     text = transcript.text()
     tokens = estimate_tokens(text)
-    return Context("full", text, tokens, fits=context_tokens is None or tokens <= context_tokens)
+    return Context("full", text, tokens, fits=None if context_tokens is None else tokens <= context_tokens)
 
 
 def rendered(entries: Sequence[Entry]) -> Transcript:

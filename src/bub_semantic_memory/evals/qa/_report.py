@@ -1,9 +1,11 @@
 """The memory-QA report as data: per question and condition what was scored, and aggregates.
 
-Aggregates are per condition, over all questions and per category: context recall (the share
-of answerable questions whose context holds the answer), answer accuracy (when a model
-answered), tokens per question. Differences between two conditions come with a paired
-bootstrap 95% interval over questions (the same questions, resampled with replacement).
+Aggregates are per condition, over all questions and per category (the project's, and the one a
+question's own dataset gives it, as LoCoMo numbers its): context recall (the share of answerable
+questions whose context holds the answer, strictly; and the mean share of the answer's content
+words it holds), answer accuracy (when a model answered: the fixed rule, and LoCoMo's token F1),
+tokens per question. Differences between two conditions come with a paired bootstrap 95%
+interval over questions (the same questions, resampled with replacement).
 Rendering the report for people lives in :mod:`bub_semantic_memory.evals.reports`.
 """
 
@@ -15,7 +17,20 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-__all__ = ["LONG", "LONG_TAPE_TURNS", "NO_ENTITY", "QAItem", "QAOutcome", "QAReport", "Rate"]
+__all__ = [
+    "LONG",
+    "LONG_TAPE_TURNS",
+    "METRICS",
+    "NO_ENTITY",
+    "Mean",
+    "QAItem",
+    "QAOutcome",
+    "QAReport",
+    "Rate",
+]
+
+METRICS = ("recall", "word_recall", "accuracy", "f1")
+"""What a condition is scored by: strict and word-level context recall, the fixed rule and token F1."""
 
 _RESAMPLES = 2000
 _SEED = 20261203
@@ -27,11 +42,26 @@ class QAOutcome(BaseModel):
 
     condition: str
     tokens: int
-    fits: bool = True
+    fits: bool | None = True
+    """The context fits the answering model's (None: no model said how much it reads)."""
     contains: bool | None = Field(description="The context holds the answer (None: unanswerable question).")
+    word_recall: float | None = None
+    """The share of the answer's content words the context holds (None: unanswerable question)."""
     answer: str | None = None
     correct: bool | None = None
+    f1: float | None = None
+    """LoCoMo's token F1 of the answer (None: not answered)."""
     cached: bool = False
+
+    def score(self, metric: str) -> float | None:
+        """The outcome's score by one of :data:`METRICS` (None: not scored by it)."""
+        value = {
+            "recall": self.contains,
+            "word_recall": self.word_recall,
+            "accuracy": self.correct,
+            "f1": self.f1,
+        }[metric]
+        return None if value is None else float(value)
 
 
 class QAItem(BaseModel):
@@ -41,8 +71,10 @@ class QAItem(BaseModel):
     question: str
     answers: list[str]
     category: str
-    names_entity: bool = True
-    """The question names one of the fixture's gold entities (by name or alias)."""
+    source_category: str | None = None
+    """The category the question's own dataset gives it (LoCoMo's ``2 temporal``), if any."""
+    names_entity: bool | None = True
+    """The question names one of the fixture's gold entities (None: the fixture has none)."""
     long_tape: bool = False
     """The fixture's tape holds :data:`LONG_TAPE_TURNS` messages or more."""
     has_memory: bool = True
@@ -77,6 +109,31 @@ class Rate(BaseModel):
         return max(0.0, centre - half), min(1.0, centre + half)
 
 
+class Mean(BaseModel):
+    """A mean of per-question scores in [0, 1], with the scores (``value`` None when there are none)."""
+
+    values: list[float]
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    @property
+    def value(self) -> float | None:
+        return sum(self.values) / len(self.values) if self.values else None
+
+    def interval(self) -> tuple[float, float] | None:
+        """The mean's bootstrap 95% interval (percentiles of resampled means; None without scores)."""
+        if not self.values:
+            return None
+        rng = random.Random(_SEED)
+        count = len(self.values)
+        means = sorted(
+            sum(self.values[rng.randrange(count)] for _ in range(count)) / count for _ in range(_RESAMPLES)
+        )
+        return means[int(0.025 * _RESAMPLES)], means[int(0.975 * _RESAMPLES) - 1]
+
+
 class QAReport(BaseModel):
     """A memory-QA run."""
 
@@ -94,6 +151,10 @@ class QAReport(BaseModel):
 
     def categories(self) -> list[str]:
         return sorted({item.category for item in self.items})
+
+    def source_categories(self) -> list[str]:
+        """The categories the questions' own dataset gives them (LoCoMo's, in its order)."""
+        return sorted({item.source_category for item in self.items if item.source_category})
 
     def _outcomes(self, condition: str, category: str | None) -> list[QAOutcome]:
         return [
@@ -113,6 +174,11 @@ class QAReport(BaseModel):
         scored = [o.correct for o in self._outcomes(condition, category) if o.correct is not None]
         return Rate(hits=sum(scored), n=len(scored))
 
+    def mean(self, condition: str, metric: str, category: str | None = None) -> Mean:
+        """The mean of a :data:`METRICS` score over the questions (of ``category``) it scores."""
+        scored = [v for o in self._outcomes(condition, category) if (v := o.score(metric)) is not None]
+        return Mean(values=scored)
+
     def unanswered(self, condition: str | None = None) -> int:
         """Contexts (of ``condition``) a replay found no cached answer for (0 when a model answered)."""
         if not self.replayed:
@@ -128,22 +194,24 @@ class QAReport(BaseModel):
         outcomes = self._outcomes(condition, None)
         return sum(o.tokens for o in outcomes) / len(outcomes) if outcomes else 0.0
 
-    def fits(self, condition: str) -> Rate:
-        outcomes = self._outcomes(condition, None)
-        return Rate(hits=sum(o.fits for o in outcomes), n=len(outcomes))
+    def fits(self, condition: str) -> Rate | None:
+        """How many contexts fit the answering model (None: no model said how much it reads)."""
+        outcomes = [o for o in self._outcomes(condition, None) if o.fits is not None]
+        return Rate(hits=sum(bool(o.fits) for o in outcomes), n=len(outcomes)) if outcomes else None
 
     def delta(
         self, candidate: str, baseline: str, *, metric: str = "recall", category: str | None = None
     ) -> tuple[float, tuple[float, float]] | None:
-        """``candidate`` minus ``baseline`` (recall or accuracy) and its paired bootstrap 95% interval."""
-        pairs: list[tuple[bool, bool]] = []
+        """``candidate`` minus ``baseline`` by a :data:`METRICS` score, with its paired bootstrap 95%
+        interval."""
+        pairs: list[tuple[float, float]] = []
         for item in self.items:
             if not _in(item, category):
                 continue
             a, b = item.outcome(candidate), item.outcome(baseline)
             if a is None or b is None:
                 continue
-            x, y = (a.contains, b.contains) if metric == "recall" else (a.correct, b.correct)
+            x, y = a.score(metric), b.score(metric)
             if x is not None and y is not None:
                 pairs.append((x, y))
         if not pairs:
@@ -170,7 +238,7 @@ def _in(item: QAItem, category: str | None) -> bool:
     if category is None:
         return True
     if category == NO_ENTITY:
-        return not item.names_entity
+        return item.names_entity is False
     if category == LONG:
         return item.long_tape
-    return item.category == category
+    return category in (item.category, item.source_category)

@@ -46,16 +46,16 @@ from bub_semantic_memory.evals.qa._contexts import (
     bm25_context,
     full_context,
     memory_context,
-    normalize,
     rendered,
     snapshots_of,
     tape_search_context,
 )
 from bub_semantic_memory.evals.qa._distractors import make_memory
 from bub_semantic_memory.evals.qa._report import LONG_TAPE_TURNS, QAItem, QAOutcome, QAReport
+from bub_semantic_memory.evals.qa._scores import answer_word_recall, contains_answer, judge, token_f1
 from bub_semantic_memory.tape import Entry
 
-__all__ = ["ANSWER_PROMPT", "QAOptions", "contains_answer", "judge", "message_turns", "run_qa"]
+__all__ = ["ANSWER_PROMPT", "QAOptions", "message_turns", "run_qa"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,26 +64,6 @@ ANSWER_PROMPT = (
     f"(a name, a place, a date, a number). If the context does not say, answer exactly: {UNKNOWN}"
 )
 """The answering model's system message (its hash is part of every cached answer's key)."""
-
-
-def _whole_words(needle: str, haystack: str) -> bool:
-    return bool(needle) and f" {needle} " in f" {haystack} "
-
-
-def contains_answer(text: str, question: Question) -> bool:
-    """Whether ``text`` holds the answer or one of its accepted forms, as whole words (normalised)."""
-    folded = normalize(text)
-    return any(_whole_words(normalize(form), folded) for form in question.answers)
-
-
-def judge(answer: str, question: Question) -> bool:
-    """Whether ``answer`` is right: the gold (or an accepted form) and no "unknown"; or, for an
-    unanswerable question, "unknown" alone."""
-    folded = normalize(answer)
-    says_unknown = _whole_words(UNKNOWN, folded)
-    if question.category == "unanswerable":
-        return says_unknown and len(folded.split()) <= 3
-    return not says_unknown and contains_answer(answer, question)
 
 
 @dataclass(frozen=True)
@@ -296,8 +276,10 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
                         tokens=context.tokens,
                         fits=context.fits,
                         contains=contains_answer(context.text, question) if answerable else None,
+                        word_recall=answer_word_recall(context.text, question),
                         answer=answer,
                         correct=judge(answer, question) if answer is not None else None,
+                        f1=token_f1(answer, question) if answer is not None else None,
                         cached=cached,
                     )
                 )
@@ -306,7 +288,8 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
             question=question.question,
             answers=question.answers,
             category=question.category or "uncategorised",
-            names_entity=_names_an_entity(question, fixture),
+            source_category=question.source_category,
+            names_entity=_names_an_entity(question, fixture) if fixture.gold.entities else None,
             long_tape=long_tape,
             has_memory=fixture.id in options.memory,
             outcomes=outcomes,

@@ -4,8 +4,11 @@ The conditions table gives, per condition, the context recall over all questions
 category and pseudo-category (questions that name no entity, questions about 200+ turn tapes),
 the tokens per question and, when a model answered, the answer accuracy with its 95% Wilson
 interval; then memory against every other condition, each difference with its paired-bootstrap
-95% interval. The HTML page, rendered from ``templates/qa.html.j2``, adds a chart per condition
-and kind.
+95% interval. A report whose questions carry their dataset's own categories (LoCoMo's) adds a
+table per score by those categories, with intervals, and memory against search in each. The HTML
+page, rendered from ``templates/qa.html.j2``, adds a chart per condition and kind. What a report
+holds no scores for (word-level recall, token F1, categories of a source) it does not show, so a
+report made before they existed reads as it did.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bub_semantic_memory.evals.qa._report import LONG, NO_ENTITY, QAReport, Rate
+from bub_semantic_memory.evals.qa._report import LONG, NO_ENTITY, Mean, QAReport, Rate
 from bub_semantic_memory.evals.reports._charts import BarRow, Chart, bar_panels, series_for
 from bub_semantic_memory.evals.reports._html import template_environment
 
@@ -29,6 +32,21 @@ def _pct_with_interval(rate: Rate) -> str:
     """A share, its count and its 95% interval: ``0.375 (39/104) [0.288, 0.471]``."""
     interval = rate.interval()
     return _pct(rate) + ("" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]")
+
+
+def _mean(mean: Mean, *, interval: bool = False) -> str:
+    """A mean score and its count, with its 95% interval when asked: ``0.412 (n=120) [0.35, 0.47]``."""
+    value = mean.value
+    if value is None:
+        return "–"
+    text = f"{value:.3f} (n={mean.n})"
+    bounds = mean.interval() if interval else None
+    return text + ("" if bounds is None else f" [{bounds[0]:.3f}, {bounds[1]:.3f}]")
+
+
+def _has(report: QAReport, metric: str) -> bool:
+    """Whether any outcome of the report is scored by ``metric`` (older reports hold no word recall)."""
+    return any(outcome.score(metric) is not None for item in report.items for outcome in item.outcomes)
 
 
 def _delta_text(delta: tuple[float, tuple[float, float]] | None) -> str:
@@ -87,25 +105,70 @@ def conditions_table(report: QAReport) -> tuple[list[str], list[list[str]]]:
     """The conditions table: a header and one row per condition (recall overall and per kind,
     tokens, and answer accuracy with a model)."""
     kinds = _row_kinds(report)
-    header = ["condition", "context recall", *(f"recall: {c}" for c in kinds), "tokens / question"]
+    words, f1 = _has(report, "word_recall"), _has(report, "f1")
+    header = ["condition", "context recall", *(["word-level recall"] if words else [])]
+    header += [*(f"recall: {c}" for c in kinds), "tokens / question"]
     if report.answer_model:
-        header += ["answer accuracy [95% interval]", "unanswerable: answered unknown"]
+        header += [
+            "answer accuracy [95% interval]",
+            *(["token F1"] if f1 else []),
+            "unanswerable: answered unknown",
+        ]
     table = []
     for condition in report.conditions:
         row = [condition, _pct(report.recall(condition))]
+        if words:
+            row.append(_mean(report.mean(condition, "word_recall")))
         row += [_pct(report.recall(condition, c)) for c in kinds]
         tokens = f"{report.tokens(condition):,.0f}"
-        if condition == "full":
-            fits = report.fits(condition)
+        fits = report.fits(condition) if condition == "full" else None
+        if fits is not None:
             tokens += f" (fits the model: {fits.hits} of {fits.n})"
         row.append(tokens)
         if report.answer_model:
-            row += [
-                _pct_with_interval(report.accuracy(condition)),
-                _pct(report.accuracy(condition, "unanswerable")),
-            ]
+            row.append(_pct_with_interval(report.accuracy(condition)))
+            if f1:
+                row.append(_mean(report.mean(condition, "f1")))
+            row.append(_pct(report.accuracy(condition, "unanswerable")))
         table.append(row)
     return header, table
+
+
+_SOURCE_SCORES = (
+    ("word_recall", "Word-level context recall"),
+    ("recall", "Context recall (the whole answer, strictly)"),
+    ("accuracy", "Answer accuracy (the fixed rule)"),
+    ("f1", "Answer token F1 (LoCoMo's)"),
+)
+_SEARCH_BASELINES = ("bm25", "tape-search")
+
+
+def source_category_tables(report: QAReport) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Per score, a table by the dataset's own categories (empty without them): a row per condition,
+    a column per category with the mean and its 95% interval; then memory minus each search
+    baseline, paired. Categories answered by nothing (an adversarial question's recall) read "–"."""
+    sources = report.source_categories()
+    if not sources:
+        return []
+    tables = []
+    for metric, title in _SOURCE_SCORES:
+        if not _has(report, metric):
+            continue
+        header = ["condition", "all (1-4)" if metric != "accuracy" and metric != "f1" else "all", *sources]
+        rows = [
+            [condition, _mean(report.mean(condition, metric), interval=True)]
+            + [_mean(report.mean(condition, metric, source), interval=True) for source in sources]
+            for condition in report.conditions
+        ]
+        if "memory" in report.conditions:
+            rows += [
+                [f"memory − {other}", _delta_text(report.delta("memory", other, metric=metric))]
+                + [_delta_text(report.delta("memory", other, metric=metric, category=s)) for s in sources]
+                for other in _SEARCH_BASELINES
+                if other in report.conditions
+            ]
+        tables.append((title, header, rows))
+    return tables
 
 
 def _deltas(report: QAReport) -> list[list[str]]:
@@ -148,6 +211,16 @@ def to_markdown(report: QAReport) -> str:
             "|---|---|---|---|---|",
         ]
         lines += ["| " + " | ".join([f"`{row[0]}`", *row[1:]]) + " |" for row in deltas]
+    for title, header, rows in source_category_tables(report):
+        lines += [
+            "",
+            f"## {title}, by the dataset's own category",
+            "",
+            "Means with their bootstrap 95% interval; the differences are paired over questions.",
+            "",
+        ]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join([f"`{row[0]}`", *row[1:]]) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
