@@ -92,6 +92,7 @@ def qa(
         MEMORY_WITHOUT_FACTS,
         MEMORY_WITHOUT_LINES,
         QAOptions,
+        QuestionProgress,
         memory_from_report,
         run_qa,
     )
@@ -146,6 +147,7 @@ def qa(
         concurrency=concurrency,
         distractors=distractors,
         passage_share=passage_share,
+        progress=QuestionProgress(stderr),
     )
 
     async def go() -> object:

@@ -20,6 +20,7 @@ from bub_semantic_memory.evals.qa._contexts import (
     Context,
 )
 from bub_semantic_memory.evals.qa._distractors import MemoryFixture, make_memory
+from bub_semantic_memory.evals.qa._progress import QuestionProgress
 from bub_semantic_memory.evals.qa._report import (
     LONG,
     LONG_TAPE_TURNS,
@@ -52,6 +53,7 @@ __all__ = [
     "QAOptions",
     "QAOutcome",
     "QAReport",
+    "QuestionProgress",
     "Rate",
     "answer_word_recall",
     "contains_answer",

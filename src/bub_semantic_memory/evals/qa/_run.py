@@ -26,7 +26,7 @@ import functools
 import hashlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +89,8 @@ class QAOptions:
         distractors: made-up entities planted in every memory beside the fixture's own
             (:func:`~._distractors.make_memory`, more recent than the fixture's facts): a memory
             that lived for months, where the budget has to choose.
+        progress: called after each question with the questions done and their total (a
+            LoCoMo split is 800 questions and minutes of work even without a model).
     """
 
     ontology: Ontology
@@ -104,6 +106,7 @@ class QAOptions:
     concurrency: int = 1
     distractors: int = 0
     passage_share: float | None = None
+    progress: Callable[[int, int], None] | None = None
 
 
 async def _contexts(fixture: Fixture, question: Question, options: QAOptions) -> list[Context]:
@@ -295,7 +298,17 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
             outcomes=outcomes,
         )
 
-    items = list(await asyncio.gather(*(one(f, q) for f, q in questions)))
+    done = 0
+
+    async def counted(fixture: Fixture, question: Question) -> QAItem:
+        nonlocal done
+        item = await one(fixture, question)
+        done += 1
+        if options.progress is not None:
+            options.progress(done, len(questions))
+        return item
+
+    items = list(await asyncio.gather(*(counted(f, q) for f, q in questions)))
     return QAReport(
         budget=options.budget,
         distractors=options.distractors,
