@@ -419,3 +419,25 @@ async def test_the_embedded_model_extracts_once_a_window_of_new_transcript_accum
     assert len(extractor.calls) == 1  # one window of about 1,500 tokens, not three of six turns
     first, last = extractor.calls[0]
     assert first == 1 and last > 24
+
+
+async def test_a_quoted_line_carries_its_day_and_what_yesterday_meant_on_it() -> None:
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    memory = service(extractor)
+    said_on = "2023-05-08T13:56:00+00:00"  # a Monday
+    store.append(
+        TAPE, TapeEntry(0, "message", {"role": "user", "content": "Hi, I'm Maya Lin."}, date=said_on)
+    )
+    store.append(TAPE, TapeEntry(0, "message", {"role": "assistant", "content": "Hello Maya."}, date=said_on))
+    store.append(
+        TAPE,
+        TapeEntry(
+            0, "message", {"role": "user", "content": "I went to the pottery class yesterday."}, date=said_on
+        ),
+    )
+    store.append(TAPE, TapeEntry(0, "message", {"role": "assistant", "content": "Nice."}, date=said_on))
+    await end_of_turn(memory, store)
+    block = memory.block(TAPE, "When did Maya go to the pottery class?")
+    lines = block.splitlines()
+    day = lines.index("  Monday 8 May 2023:")
+    assert "  > [3] user: I went to the pottery class yesterday (Sunday 7 May 2023)." in lines[day + 1 :]

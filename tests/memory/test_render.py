@@ -121,7 +121,7 @@ def test_passages_take_at_most_their_share_and_leave_the_rest_to_the_facts(ontol
     facts_only = render_memory(crowded, query="tea", budget=400)
     for share in (50, 100, 200):
         block = render_memory(crowded, query="tea", budget=400, passages=said, passage_budget=share)
-        passage_lines = block.text.split("match the latest message best:\n")[1].splitlines()[:-1]
+        passage_lines = block.text.split("match the latest message:\n")[1].splitlines()[:-1]
         assert 0 < block.passages == len(passage_lines) and block.tokens <= 400
         assert sum(estimate_tokens(line) + 1 for line in passage_lines) <= share
         assert block.entities < facts_only.entities  # the facts gave up what the lines took

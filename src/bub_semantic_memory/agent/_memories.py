@@ -25,6 +25,8 @@ from bub_semantic_memory.memory import (
     MemoryBlock,
     MemoryGraph,
     MemoryIndex,
+    Passage,
+    QuotedLine,
     Ranking,
     changes,
     find_entity,
@@ -32,7 +34,7 @@ from bub_semantic_memory.memory import (
     render_memory,
 )
 from bub_semantic_memory.stores import MemoryLoad, SnapshotStore, fetch_tape
-from bub_semantic_memory.tape import ReadReport, render_transcript
+from bub_semantic_memory.tape import ReadReport, anchored_line, render_transcript
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
@@ -199,13 +201,13 @@ class TapeMemories:
             passage_budget=passage_budget,
         )
 
-    def _passages(self, tape: str, query: str) -> tuple[tuple[str, ...], int]:
+    def _passages(self, tape: str, query: str) -> tuple[tuple[QuotedLine, ...], int]:
         """The transcript lines a block for ``query`` may show, and the budget they may take."""
         budget = int(self.policy.budget * self.policy.passage_share)
         index = self.index(tape)
         if not query or budget <= 0 or index is None:
             return (), 0
-        return tuple(p.text for p in index.passages(query)), budget
+        return tuple(_quoted(p) for p in index.passages(query)), budget
 
     def index(self, tape: str) -> MemoryIndex | None:
         """The retrieval index of ``tape``'s loaded graph (built on first use, then refreshed)."""
@@ -339,6 +341,12 @@ class TapeMemories:
             return
         graph.ranked_keys()
         self._index_lines(tape, entries)
+
+
+def _quoted(passage: Passage) -> QuotedLine:
+    """A line a note may quote, under its day, with what "yesterday" or "last week" meant that day."""
+    text, day = anchored_line(passage.text, passage.date)
+    return QuotedLine(text, day, passage.entry_id)
 
 
 def _said(entries: Sequence[Any]) -> set[int]:

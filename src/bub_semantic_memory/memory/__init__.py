@@ -16,11 +16,12 @@ from bub_semantic_memory.memory._edit_builder import Changes, changes, find_enti
 from bub_semantic_memory.memory._edit_rules import EditBook, key_digest
 from bub_semantic_memory.memory._export import EXPORT_FORMATS, MemoryExport, export_memory, read_export
 from bub_semantic_memory.memory._graph import EntityView, FactView, MemoryGraph, RelationView
-from bub_semantic_memory.memory._index import Finding, MemoryIndex, Ranking
+from bub_semantic_memory.memory._index import Finding, MemoryIndex, Passage, Ranking
 from bub_semantic_memory.memory._render import (
     DEFAULT_BUDGET,
     DEFAULT_PASSAGE_SHARE,
     MemoryBlock,
+    QuotedLine,
     render_memory,
 )
 
@@ -37,6 +38,8 @@ __all__ = [
     "MemoryExport",
     "MemoryGraph",
     "MemoryIndex",
+    "Passage",
+    "QuotedLine",
     "Ranking",
     "RelationView",
     "changes",

@@ -138,10 +138,12 @@ class Passage:
     Attributes:
         entry_id: the tape entry the line renders.
         text: the line (``user: ...``, ``tool result ...``), as the transcript renders it.
+        date: the entry's date (ISO-8601; "" when the index was given none).
     """
 
     entry_id: int
     text: str
+    date: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -518,7 +520,10 @@ class MemoryIndex:
                 "SELECT rowid FROM lines WHERE lines MATCH ? ORDER BY bm25(lines), rowid LIMIT ?",
                 (match, limit + room),
             ).fetchall()
-            found = [Passage(int(row[0]), self._lines[int(row[0])]) for row in rows]
+            found = [
+                Passage(int(row[0]), self._lines[int(row[0])], self._dates.get(int(row[0]), ""))
+                for row in rows
+            ]
         if not edits:
             return tuple(found)
         return tuple(p for p in found if not edits.hides_line(p.entry_id, p.text))[:limit]

@@ -33,14 +33,14 @@ from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.memory._graph import EntityView, FactView, MemoryGraph, RelationView
 from bub_semantic_memory.memory._index import Ranking, stated_sentence
 
-__all__ = ["DEFAULT_BUDGET", "DEFAULT_PASSAGE_SHARE", "MemoryBlock", "render_memory"]
+__all__ = ["DEFAULT_BUDGET", "DEFAULT_PASSAGE_SHARE", "MemoryBlock", "QuotedLine", "render_memory"]
 
 DEFAULT_BUDGET = 800
 DEFAULT_PASSAGE_SHARE = 0.25
 """The share of a block's budget kept for the transcript lines that match the message best."""
 HEADER = "<memory>\nFacts remembered from earlier in this conversation (may be incomplete):"
 FOOTER = "</memory>"
-PASSAGES_HEADER = "Lines of the conversation that match the latest message best:"
+PASSAGES_HEADER = "Earlier lines that match the latest message:"
 _GIVE_UP_AFTER_MISSES = 25
 _QUOTED_FACTS = 5  # the ranked facts whose evidence lines a block quotes
 
@@ -149,7 +149,7 @@ def render_memory(
     shown: Collection[str] = (),
     named_only: bool = False,
     ranking: Ranking | None = None,
-    passages: Sequence[str] = (),
+    passages: Sequence[str | QuotedLine] = (),
     passage_budget: int = 0,
 ) -> MemoryBlock:
     """Render the most relevant facts for ``query`` within ``budget`` estimated tokens.
@@ -162,7 +162,8 @@ def render_memory(
 
     ``passages`` (transcript lines that match ``query``, best first) follow the facts, as many
     as fit in ``passage_budget`` tokens, which the facts do not use; the budget the passages
-    leave unused goes to the facts.
+    leave unused goes to the facts. Dated lines (:class:`QuotedLine`) are shown under their day,
+    days and lines in the conversation's order (see :func:`_pick_passages`).
     """
     if len(graph) == 0:
         return MemoryBlock(text="", tokens=0, entities=0, facts=0, omitted=0)
@@ -237,17 +238,60 @@ def render_memory(
     )
 
 
-def _pick_passages(passages: Sequence[str], budget: int, shown: Collection[str]) -> tuple[list[str], int]:
-    """The passages' lines, in order, as many whole ones as fit in ``budget`` with their heading
-    (a line that does not fit is skipped; a later, shorter one may still fit), and the tokens
-    they take with the heading (0 when none fits)."""
-    picked: list[str] = []
+@dataclass(frozen=True)
+class QuotedLine:
+    """A transcript line a block may quote, with the day it was said.
+
+    Attributes:
+        text: the line (``[25] user: ...``), its relative times already anchored on its day.
+        day: the heading of its day (``Monday 8 May 2023``); "" when the entry has no date.
+        order: its place in the conversation (the entry id).
+    """
+
+    text: str
+    day: str = ""
+    order: int = 0
+
+
+def _pick_passages(
+    passages: Sequence[str | QuotedLine], budget: int, shown: Collection[str]
+) -> tuple[list[str], int]:
+    """The passages' lines, as many whole ones as fit in ``budget`` with their heading, taken
+    best first (a line that does not fit is skipped; a later, shorter one may still fit), and the
+    tokens they take with the heading (0 when none fits).
+
+    A dated line is shown under a line naming its day, which it pays for when it is the day's
+    first: the day is said once, not on every line. Days and the lines under them are then in
+    the conversation's order, as a person reads an excerpt; undated lines stay best first.
+    """
+    picked: list[QuotedLine] = []
+    days: set[str] = set()
     used = estimate_tokens(PASSAGES_HEADER) + 1
     for passage in passages:
-        line = f"  > {passage}"
+        quoted = passage if isinstance(passage, QuotedLine) else QuotedLine(passage)
+        line = f"  > {quoted.text}"
         cost = estimate_tokens(line) + 1
-        if line in shown or line in picked or used + cost > budget:
+        if quoted.day and quoted.day not in days:
+            cost += estimate_tokens(_day_heading(quoted.day)) + 1
+        if line in shown or any(p.text == quoted.text for p in picked) or used + cost > budget:
             continue
-        picked.append(line)
+        picked.append(quoted)
+        days.add(quoted.day)
         used += cost
-    return picked, used if picked else 0
+    if not picked:
+        return [], 0
+    if not any(p.day for p in picked):
+        return [f"  > {p.text}" for p in picked], used
+    lines: list[str] = []
+    first_said: dict[str, int] = {}
+    for quoted in picked:
+        first_said[quoted.day] = min(first_said.get(quoted.day, quoted.order), quoted.order)
+    for day in sorted(first_said, key=first_said.__getitem__):
+        if day:
+            lines.append(_day_heading(day))
+        lines.extend(f"  > {p.text}" for p in sorted(picked, key=lambda p: p.order) if p.day == day)
+    return lines, used
+
+
+def _day_heading(day: str) -> str:
+    return f"  {day}:"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from bub_semantic_memory.tape._dates import resolve_when
 from bub_semantic_memory.tape._redact import Redactor
+from bub_semantic_memory.tape._relative import anchor_relative, anchored_line
 from bub_semantic_memory.tape._transcript import (
     Entry,
     LineLimits,
@@ -31,6 +32,8 @@ __all__ = [
     "Redactor",
     "Transcript",
     "TranscriptLine",
+    "anchor_relative",
+    "anchored_line",
     "coerce_entries",
     "parse_tape_lines",
     "read_tape_file",

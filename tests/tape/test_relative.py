@@ -1,0 +1,53 @@
+"""Relative times in a quoted line, anchored on the day the entry said them."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from bub_semantic_memory.tape import anchor_relative, anchored_line
+
+MONDAY = date(2023, 5, 8)
+
+
+@pytest.mark.parametrize(
+    ("said", "quoted"),
+    [
+        ("I went to the support group yesterday.", "yesterday (Sunday 7 May 2023)."),
+        ("last Friday I painted", "last Friday (Friday 5 May 2023) I painted"),
+        ("Three days ago it rained", "Three days ago (Friday 5 May 2023) it rained"),
+        ("we camped last week", "last week (the week before 8 May 2023)"),
+        ("two weekends ago we hiked", "two weekends ago (two weekends before 8 May 2023)"),
+        ("the week before last was hard", "the week before last (two weeks before 8 May 2023) was"),
+        ("a few weeks ago", "a few weeks ago (a few weeks before 8 May 2023)"),
+        ("I start next month", "next month (June 2023)"),
+        ("Last year I went to Paris", "Last year (2022) I went"),
+        ("We'll go next Friday", "next Friday (Friday 12 May 2023)"),
+        ("last month", "last month (April 2023)"),
+    ],
+)
+def test_each_relative_time_is_followed_by_what_it_meant_that_day(said: str, quoted: str) -> None:
+    assert quoted in anchor_relative(said, MONDAY)
+
+
+def test_a_month_back_crosses_the_year() -> None:
+    assert anchor_relative("two months ago", date(2023, 1, 15)) == "two months ago (November 2022)"
+
+
+def test_a_longer_expression_claims_its_words_before_a_shorter_one() -> None:
+    assert anchor_relative("the week before last", MONDAY).count("(") == 1
+
+
+def test_text_without_a_relative_time_or_with_a_recurring_one_is_unchanged() -> None:
+    for text in ("I swim every Sunday", "We met in Lisbon", "Weekends are for hiking"):
+        assert anchor_relative(text, MONDAY) == text
+
+
+def test_a_quoted_line_is_anchored_on_its_entrys_day_and_names_it() -> None:
+    line = "[4] user: I went to the support group yesterday."
+    assert anchored_line(line, "2023-05-08T13:56:00+00:00") == (
+        "[4] user: I went to the support group yesterday (Sunday 7 May 2023).",
+        "Monday 8 May 2023",
+    )
+    assert anchored_line(line, "") == (line, "")  # an entry without a date: as it was
