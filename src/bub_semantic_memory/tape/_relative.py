@@ -24,6 +24,7 @@ library does with these expressions is in ``docs/dates.md``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from datetime import date, timedelta
@@ -139,9 +140,17 @@ def _weekday(match: re.Match[str]) -> int:
     return _WEEKDAYS.index(match.group("day").lower())
 
 
+_CUE = re.compile(
+    r"\b(ago|yesterday|tomorrow|today|tonight|last|next|this|past|over|weekend)\b", re.IGNORECASE
+)
+"""A word every rule's expression holds: a line without one is left alone without trying them."""
+
+
 def anchor_relative(text: str, said_on: date) -> str:
     """``text`` with each relative time it holds followed by its meaning on ``said_on``, in
     parentheses; text without one comes back unchanged."""
+    if _CUE.search(text) is None:
+        return text
     claimed: list[tuple[int, int, str]] = []
     for pattern, meaning in _RULES:
         for match in pattern.finditer(text):
@@ -157,10 +166,12 @@ def anchor_relative(text: str, said_on: date) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=4096)
 def anchored_line(line: str, entry_date: str) -> tuple[str, str]:
     """A transcript line as a note quotes it, and the heading of its day: relative times anchored
     on the day of the entry that said them (``("[4] user: ... yesterday (Sunday 7 May 2023).",
-    "Monday 8 May 2023")``). A line of an entry without a date comes back as it is, with no day."""
+    "Monday 8 May 2023")``). A line of an entry without a date comes back as it is, with no day.
+    Kept: a note quotes the same lines call after call."""
     day = entry_day(entry_date)
     if not day:
         return line, ""
