@@ -13,7 +13,7 @@ part (instructions, types, example) first. Measured side by side in one run:
 * the quick set end to end with the promoted prompt (``run_eval``, concurrency 1, cache off);
 * what a conversation costs at the plugin's cadence (the first 150 entries, 30 user turns, of
   ``long-tape-friends-and-hobbies``, replayed turn by turn through the plugin's service), with
-  the six-turn cadence the local class had before and its own cadence now: prompt tokens sent
+  the plugin's six-turn cadence and a window's worth (1,500 tokens, turns uncounted): prompt tokens sent
   per tape token, tokens llama.cpp evaluated (sent less the KV prefix it reused), completion
   tokens per stored item, and wall time against the floor (the tape's tokens once at the
   measured prompt speed plus the completion at the measured generation speed).
@@ -46,8 +46,11 @@ __all__ = ["run"]
 PAIRS = 4
 CONVERSATION = "long-tape-friends-and-hobbies"
 CONVERSATION_ENTRIES = 150
-BEFORE = MemoryPolicy(every_turns=6, min_new_tokens=1200)
-"""The local class's cadence before issue 48 (the hosted class's still)."""
+SIX_TURNS = MemoryPolicy(every_turns=6, min_new_tokens=1200)
+"""The plugin's default cadence (every class)."""
+WINDOW = MemoryPolicy(every_turns=10_000, min_new_tokens=1500)
+"""A window's worth of new transcript, turns uncounted: measured for the embedded model, not the
+default until the fixtures say its memory is as good (issue 48)."""
 
 
 def _perf(backend: Any) -> tuple[float, int, float, int]:
@@ -160,7 +163,7 @@ def _conversation_rows(
             "wall / floor",
         ],
     )
-    for name, run in (("six turns (before)", before), ("local class's (now)", after)):
+    for name, run in (("six turns (default)", before), ("a window's worth", after)):
         floor = run["tape"] / prompt_rate + run["completion"] / generation_rate
         run["floor"] = floor
         table.rows.append(
@@ -177,7 +180,7 @@ def _conversation_rows(
         )
     ratio = before["evaluated"] / after["evaluated"]
     section.row(
-        "local model: tokens evaluated for a conversation, six-turn cadence / the local class's",
+        "local model: tokens evaluated for a conversation, six-turn cadence / a window's worth",
         f"{ratio:.2f}×",
         "≥ 1.5×",
         ratio >= 1.5,
@@ -187,11 +190,11 @@ def _conversation_rows(
     )
     speed = before["wall"] / after["wall"]
     section.row(
-        "local model: wall time for a conversation, six-turn cadence / the local class's",
+        "local model: wall time for a conversation, six-turn cadence / a window's worth",
         f"{speed:.2f}×",
         "",
         None,
-        f"{before['wall']:.0f} s / {after['wall']:.0f} s; floor {after['floor']:.0f} s now",
+        f"{before['wall']:.0f} s / {after['wall']:.0f} s; floor {after['floor']:.0f} s",
         kind="ratio",
     )
     return table
@@ -207,8 +210,8 @@ async def run(config: BenchConfig) -> Section:
             f"Qwen2.5-Coder 1.5B Instruct Q4_K_M in process (llama.cpp), prompt {promoted}. Cold and "
             f"warm runs of the same entity-step request for {PAIRS} quick fixtures, in one run; then the "
             "quick set end to end (run_eval, concurrency 1, cache off); then a conversation of "
-            f"{CONVERSATION_ENTRIES} entries replayed at the plugin's cadence, six-turn against the local "
-            "class's. Model loaded before timing."
+            f"{CONVERSATION_ENTRIES} entries replayed through the plugin's service, six-turn cadence against "
+            "a window's worth. Model loaded before timing."
         ),
     )
     if config.quick:
@@ -267,8 +270,8 @@ async def run(config: BenchConfig) -> Section:
                 fixtures, [config.library().load(promoted)], options, console=Console(stderr=True, quiet=True)
             )
             quick_s = time.perf_counter() - began
-        before = await _conversation(backend, promoted, BEFORE)
-        after = await _conversation(backend, promoted, MemoryPolicy())
+        before = await _conversation(backend, promoted, SIX_TURNS)
+        after = await _conversation(backend, promoted, WINDOW)
     finally:
         await backend.aclose()
 
