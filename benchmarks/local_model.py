@@ -178,17 +178,18 @@ def _conversation_rows(
                 f"{run['wall'] / floor:.2f} ({run['wall']:.0f} s / {floor:.0f} s)",
             ]
         )
-    ratio = before["evaluated"] / after["evaluated"]
+    ratio = before["evaluated"] / max(after["evaluated"], 1)
     section.row(
         "local model: tokens evaluated for a conversation, six-turn cadence / a window's worth",
         f"{ratio:.2f}×",
-        "≥ 1.5×",
-        ratio >= 1.5,
+        "",
+        None,  # fewer tokens are no gain without the memory's quality, which the fixtures decide
         f"{before['evaluated']:,} / {after['evaluated']:,} tokens evaluated of {before['sent']:,} / "
-        f"{after['sent']:,} sent, for {after['tape']:,} tape tokens",
+        f"{after['sent']:,} sent, for {after['tape']:,} tape tokens; relations {before['relations']} / "
+        f"{after['relations']}, failed extractions {before['failures']} / {after['failures']}",
         kind="ratio",
     )
-    speed = before["wall"] / after["wall"]
+    speed = before["wall"] / max(after["wall"], 1e-9)
     section.row(
         "local model: wall time for a conversation, six-turn cadence / a window's worth",
         f"{speed:.2f}×",

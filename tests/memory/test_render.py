@@ -6,7 +6,7 @@ from bub_semantic_memory._models import Entity, Relation
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.memory._graph import MemoryGraph
-from bub_semantic_memory.memory._render import render_memory
+from bub_semantic_memory.memory._render import QuotedLine, render_memory
 from tests.conftest import make_snapshot
 
 ALICE = Entity.create("Alice Chen", "person", aliases=["Ali"], attributes={"role": "designer"}, evidence=[2])
@@ -148,6 +148,17 @@ def test_a_line_already_quoted_as_a_passage_is_not_quoted_again_under_its_fact(o
         passage_budget=200,
     )
     assert both.text.count(said) == 1 and f"  > {said}" in both.text
+    anchored = "[3] user: Alice Chen moved to Berlin in March (March 2023)."  # as a dated note quotes it
+    dated = render_memory(
+        memory,
+        query="Where did Alice move to Berlin?",
+        budget=800,
+        ranking=ranking,
+        passages=[QuotedLine(anchored, "Monday 8 May 2023", 3)],
+        passage_budget=200,
+    )
+    assert "[3] user" in dated.text and dated.text.count("[3] user") == 1  # once, under its day
+    assert dated.text.splitlines().count("  Monday 8 May 2023:") == 1 and dated.passages == 1
 
 
 def test_a_passage_the_agent_was_shown_is_left_out(ontology: Ontology) -> None:

@@ -51,3 +51,28 @@ def test_a_quoted_line_is_anchored_on_its_entrys_day_and_names_it() -> None:
         "Monday 8 May 2023",
     )
     assert anchored_line(line, "") == (line, "")  # an entry without a date: as it was
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the last week of June was hot",  # an order, not a time said
+        "my last year of college",
+        "I'll rest over the weekend",  # before or after the day said: left as said
+        "last Friday of the month",
+        "at last we met",
+        "1000000 days ago",  # out of the calendar's range: left as said, never an error
+        "99999 months ago",
+    ],
+)
+def test_what_is_not_a_time_said_or_cannot_be_a_date_is_left_as_it_is(text: str) -> None:
+    assert anchor_relative(text, MONDAY) == text
+
+
+def test_a_span_back_and_a_vague_count_are_anchored_not_made_exact() -> None:
+    assert anchor_relative("over the past year", MONDAY) == "over the past year (the year before 8 May 2023)"
+    assert anchor_relative("a few days ago", MONDAY) == "a few days ago (a few days before 8 May 2023)"
+
+
+def test_an_entry_date_the_tape_wrote_wrong_dates_nothing() -> None:
+    assert anchored_line("[1] user: yesterday", "2023-02-30T10:00:00") == ("[1] user: yesterday", "")

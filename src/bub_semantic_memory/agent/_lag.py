@@ -9,15 +9,16 @@ would mislead; a tape with no timed snapshot yet has no estimate (None), not a g
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bub_semantic_memory._durations import format_duration
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.tape import ReadReport, render_transcript
 
-__all__ = ["ExtractionLag", "ExtractionPace", "extraction_lag"]
+__all__ = ["ExtractionLag", "ExtractionPace", "entry_tokens", "extraction_lag"]
 
 
 @dataclass(frozen=True)
@@ -35,18 +36,26 @@ class ExtractionPace:
         return ExtractionPace(self.seconds + other.seconds, self.tokens + other.tokens)
 
     @classmethod
-    def of(cls, snapshots: Iterable[Snapshot], entries: Sequence[Any]) -> ExtractionPace:
+    def of(
+        cls, snapshots: Iterable[Snapshot], entries: Sequence[Any], *, tokens: Mapping[int, int] | None = None
+    ) -> ExtractionPace:
         """The pace of ``snapshots`` over ``entries`` (the tape they were extracted from).
 
         Imports (entries 0-0) and snapshots without a recorded time (replayed, or written
-        before times were kept) say nothing about the pace and are left out.
+        before times were kept) say nothing about the pace and are left out. ``tokens``: each
+        entry's transcript tokens, when the caller counted them already (:func:`entry_tokens`).
         """
+        counted = tokens if tokens is not None else entry_tokens(entries)
         pace = cls()
         for snapshot in snapshots:
             if snapshot.last_entry_id <= 0 or snapshot.usage.latency_s <= 0:
                 continue
-            covered = [e for e in entries if snapshot.first_entry_id <= e.id <= snapshot.last_entry_id]
-            pace += cls(snapshot.usage.latency_s, _transcript_tokens(covered))
+            covered = sum(
+                n
+                for entry, n in counted.items()
+                if snapshot.first_entry_id <= entry <= snapshot.last_entry_id
+            )
+            pace += cls(snapshot.usage.latency_s, covered)
         return pace
 
 
@@ -79,7 +88,7 @@ class ExtractionLag:
         when = "due at the next turn" if self.due else "until the cadence extracts them"
         if self.expected_s is None:
             return f"{waits}, {when}; no pace measured on this tape yet"
-        return f"{waits}, {when}; about {_duration(self.expected_s)} to catch up at this tape's pace"
+        return f"{waits}, {when}; about {format_duration(self.expected_s)} to catch up at this tape's pace"
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -105,6 +114,18 @@ def extraction_lag(
     )
 
 
+def entry_tokens(entries: Sequence[Any]) -> dict[int, int]:
+    """Each entry's transcript tokens, rendered once (a tape's snapshots each cover a range)."""
+    if not entries:
+        return {}
+    quiet = ReadReport(log_level=logging.DEBUG)
+    lines = render_transcript(entries, report=quiet).lines
+    counted: dict[int, int] = {}
+    for line in lines:
+        counted[line.entry_id] = counted.get(line.entry_id, 0) + estimate_tokens(line.text)
+    return counted
+
+
 def _transcript_tokens(entries: Sequence[Any]) -> int:
     """The tokens an extraction reads; a line cut to its limit is counted cut, and not reported
     again (the extraction and the note report it)."""
@@ -112,10 +133,3 @@ def _transcript_tokens(entries: Sequence[Any]) -> int:
         return 0
     quiet = ReadReport(log_level=logging.DEBUG)
     return estimate_tokens(render_transcript(entries, report=quiet).text())
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    return f"{minutes} min {rest:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"

@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.agent._lag import ExtractionLag, ExtractionPace, extraction_lag
+from bub_semantic_memory.agent._lag import ExtractionLag, ExtractionPace, entry_tokens, extraction_lag
 from bub_semantic_memory.stores import SnapshotStore, fetch_tape
 from bub_semantic_memory.tape import ReadReport, render_transcript
 
@@ -185,10 +185,11 @@ class ExtractionScheduler:
         self._deferred.pop(tape, None)
         stored = 0
         pace = self._pace.get(tape, ExtractionPace())
+        tokens = entry_tokens(entries)
         async for extracted in extractor.iter_extract(entries, tape=tape, memory=graph):
             # the store leaves out what a purge erased, even one made since the graph was read
             graph.add(await snapshots.append(extracted, memory=graph))  # the graph learns what it kept
-            pace += ExtractionPace.of([extracted], entries)
+            pace += ExtractionPace.of([extracted], entries, tokens=tokens)
             stored += 1
             self.stats["snapshots"] += 1
         self._pace[tape] = pace
@@ -205,10 +206,11 @@ class ExtractionScheduler:
         model; the tape is read again, since the extraction read it before those turns."""
         try:
             entries = await fetch_tape(store, tape)
-        except Exception as exc:  # a report only: the extraction is stored
-            logger.debug("semantic memory: cannot read tape %s for its lag: %s", tape, exc)
+            said = self.lag(tape, entries, watermark).describe()
+        except Exception as exc:  # a report only: the extraction is stored, and counts as done
+            logger.debug("semantic memory: cannot say what tape %s lags: %s", tape, exc)
             return
-        logger.info("semantic memory: tape %s: %s", tape, self.lag(tape, entries, watermark).describe())
+        logger.info("semantic memory: tape %s: %s", tape, said)
 
     def lag(
         self, tape: str, entries: Sequence[Any], watermark: int, *, pace: ExtractionPace | None = None

@@ -221,7 +221,13 @@ def _load_or_fail(
             setup = await tape_setup(backend, name, prompt=prompt, prompts_dir=prompts_dir, **policy)
             service = MemoryService.from_setup(setup, extractor=lambda: None)
             graph = await _load(service, name, backend)
-            return service, graph, (await service.lag(name, backend) if with_lag else None)
+            lag = None
+            if with_lag:
+                try:
+                    lag = await service.lag(name, backend)
+                except Exception as exc:  # the memory is shown all the same
+                    stderr.print(f"Cannot say what tape {name} lags: {exc}", markup=False)
+            return service, graph, lag
 
     try:
         return asyncio.run(load())

@@ -170,6 +170,7 @@ def render_memory(
     lines = [HEADER]
     frame = estimate_tokens(HEADER) + estimate_tokens(FOOTER) + 2
     excerpt, used = _pick_passages(passages, min(passage_budget, budget - frame), shown)
+    excerpt_tags = {_entry_tag(line.removeprefix("  > ")) for line in excerpt if line.startswith("  > ")}
     used += frame
     shown_facts: set[str] = set()
     entities = facts = misses = 0
@@ -216,7 +217,8 @@ def render_memory(
             for said in quoted.get(fact_id, ()):
                 quote = f"    > {said}"
                 cost = estimate_tokens(quote) + 1
-                repeated = said in quoted_lines or any(line.startswith(f"  > {said}") for line in excerpt)
+                # the lines below show it already (anchored, so compared by its entry's number)
+                repeated = said in quoted_lines or _entry_tag(said) in excerpt_tags
                 if repeated or quote in shown or used + cost > budget:
                     continue
                 lines.append(quote)
@@ -234,7 +236,7 @@ def render_memory(
         entities=entities,
         facts=facts,
         omitted=len(graph) - entities,
-        passages=len(excerpt),
+        passages=len(excerpt_tags),
     )
 
 
@@ -262,7 +264,8 @@ def _pick_passages(
 
     A dated line is shown under a line naming its day, which it pays for when it is the day's
     first: the day is said once, not on every line. Days and the lines under them are then in
-    the conversation's order, as a person reads an excerpt; undated lines stay best first.
+    the conversation's order, as a person reads an excerpt (lines of undated entries first,
+    under no day); without a dated line the lines stay best first.
     """
     picked: list[QuotedLine] = []
     days: set[str] = set()
@@ -286,11 +289,16 @@ def _pick_passages(
     first_said: dict[str, int] = {}
     for quoted in picked:
         first_said[quoted.day] = min(first_said.get(quoted.day, quoted.order), quoted.order)
-    for day in sorted(first_said, key=first_said.__getitem__):
+    for day in sorted(first_said, key=lambda d: (d != "", first_said[d])):  # undated lines first, unheaded
         if day:
             lines.append(_day_heading(day))
         lines.extend(f"  > {p.text}" for p in sorted(picked, key=lambda p: p.order) if p.day == day)
     return lines, used
+
+
+def _entry_tag(line: str) -> str:
+    """``[25]`` of ``[25] user: ...``: which entry a transcript line renders."""
+    return line.split(" ", 1)[0]
 
 
 def _day_heading(day: str) -> str:

@@ -86,8 +86,13 @@ def _count(match: re.Match[str]) -> int:
 type _Rule = tuple[re.Pattern[str], Callable[[re.Match[str], date], str]]
 
 
+_NOT_A_TIME_BEFORE = r"(?<!\bthe )(?<!\bmy )(?<!\bour )(?<!\bhis )(?<!\bher )(?<!\btheir )(?<!\byour )"
+""""my last year of college", "the last week of June": "last" that orders, not a time said."""
+_NOT_A_TIME_AFTER = r"(?! of\b)"
+
+
 def _rule(pattern: str, meaning: Callable[[re.Match[str], date], str]) -> _Rule:
-    return re.compile(rf"\b{pattern}\b", re.IGNORECASE), meaning
+    return re.compile(rf"{_NOT_A_TIME_BEFORE}\b(?:{pattern})\b{_NOT_A_TIME_AFTER}", re.IGNORECASE), meaning
 
 
 _RULES: tuple[_Rule, ...] = (
@@ -97,16 +102,21 @@ _RULES: tuple[_Rule, ...] = (
     _rule(rf"{_COUNT} weeks? ago", lambda m, d: f"{_plural(m, 'week')} before {_short(d)}"),
     _rule(rf"{_COUNT} months? ago", lambda m, d: _month(_months_before(d, _count(m)))),
     _rule(rf"{_COUNT} years? ago", lambda m, d: str(d.year - _count(m))),
+    _rule(r"(?P<n>a few|a couple of) days ago", lambda m, d: f"{_plural(m, 'day')} before {_short(d)}"),
     _rule(rf"{_COUNT} days? ago", lambda m, d: long_day(d - timedelta(days=_count(m)))),
-    _rule(r"last weekend|this past weekend|over the weekend", lambda m, d: f"the weekend before {_short(d)}"),
+    _rule(r"last weekend|this past weekend", lambda m, d: f"the weekend before {_short(d)}"),
     _rule(r"next weekend|this coming weekend", lambda m, d: f"the weekend after {_short(d)}"),
-    _rule(r"last week|the past week", lambda m, d: f"the week before {_short(d)}"),
+    _rule(
+        r"the past (?P<unit>week|month|year)",
+        lambda m, d: f"the {m.group('unit').lower()} before {_short(d)}",
+    ),
+    _rule(r"last week", lambda m, d: f"the week before {_short(d)}"),
     _rule(r"next week", lambda m, d: f"the week after {_short(d)}"),
     _rule(r"this week", lambda m, d: f"the week of {_short(d)}"),
-    _rule(r"last month|the past month", lambda m, d: _month(_months_before(d, 1))),
+    _rule(r"last month", lambda m, d: _month(_months_before(d, 1))),
     _rule(r"next month", lambda m, d: _month(_months_before(d, -1))),
     _rule(r"this month", lambda m, d: _month(d)),
-    _rule(r"last year|the past year", lambda m, d: str(d.year - 1)),
+    _rule(r"last year", lambda m, d: str(d.year - 1)),
     _rule(r"next year", lambda m, d: str(d.year + 1)),
     _rule(r"this year", lambda m, d: str(d.year)),
     # a day
@@ -157,7 +167,11 @@ def anchor_relative(text: str, said_on: date) -> str:
             start, end = match.span()
             if any(start < c_end and c_start < end for c_start, c_end, _ in claimed):
                 continue
-            claimed.append((start, end, meaning(match, said_on)))
+            try:
+                meant = meaning(match, said_on)
+            except (ValueError, OverflowError):  # "a million days ago": a date out of range, left as said
+                continue
+            claimed.append((start, end, meant))
     out, at = [], 0
     for _, end, meant in sorted(claimed):
         out.append(f"{text[at:end]} ({meant})")
@@ -173,7 +187,10 @@ def anchored_line(line: str, entry_date: str) -> tuple[str, str]:
     "Monday 8 May 2023")``). A line of an entry without a date comes back as it is, with no day.
     Kept: a note quotes the same lines call after call."""
     day = entry_day(entry_date)
-    if not day:
+    try:
+        said_on = date.fromisoformat(day) if day else None
+    except ValueError:  # "2023-02-30": a date the tape wrote wrong dates nothing
+        said_on = None
+    if said_on is None:
         return line, ""
-    said_on = date.fromisoformat(day)
     return anchor_relative(line, said_on), long_day(said_on)

@@ -30,6 +30,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from bub_semantic_memory._durations import format_duration
 from bub_semantic_memory.evals.extraction._report import FixtureResult
 
 __all__ = ["HEARTBEAT_S", "RunProgress", "format_duration"]
@@ -38,18 +39,6 @@ HEARTBEAT_S = 30.0
 """Longest silence of a run's progress (a line, or the bar's ticking clock on a terminal)."""
 PHASE_QUIET_S = 2.0
 """A step before the fixtures that takes longer than this is said."""
-
-
-def format_duration(seconds: float) -> str:
-    """``42 s``, ``3 min 05 s`` or ``1 h 02 min``."""
-    seconds = max(round(seconds), 0)
-    if seconds < 60:
-        return f"{seconds} s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes} min {seconds:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
 
 
 class RunProgress:

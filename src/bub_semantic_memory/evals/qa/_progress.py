@@ -2,8 +2,8 @@
 
 A LoCoMo split is about 800 questions: building every condition's context takes minutes without
 a model, and a local model answers one context in tens of seconds. A line goes out when a
-fixture's last question is done and otherwise at most every :data:`HEARTBEAT_S` seconds, so the
-run is never silent for longer and a log is not flooded.
+question is done and :data:`HEARTBEAT_S` seconds passed since the last line, and when the last
+one is done: a log is not flooded, and a run is silent no longer than its slowest question.
 """
 
 from __future__ import annotations
