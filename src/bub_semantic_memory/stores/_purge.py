@@ -626,19 +626,35 @@ def _redis_entry(value: Any) -> dict[str, Any] | None:
 
 
 async def _rewrite_aof(client: Any) -> str:
-    """Have Redis rewrite its append-only file, which still holds the old values, and wait for it."""
-    try:
-        await client.bgrewriteaof()
-    except Exception as exc:
-        if "already in progress" not in str(exc).lower():
-            logger.warning("purge: BGREWRITEAOF failed: %s", exc)
-            return f"not compacted: BGREWRITEAOF failed ({exc}); run the purge again"
+    """Have Redis rewrite its append-only file, which still holds the old values, and wait for it.
+
+    A rewrite already running when the purge asks began before the purge's writes: its new file
+    would hold the old values. It is let finish, and a rewrite is asked for again.
+    """
+    for _ in range(2):
+        try:
+            await client.bgrewriteaof()
+        except Exception as exc:
+            if "already in progress" not in str(exc).lower():
+                logger.warning("purge: BGREWRITEAOF failed: %s", exc)
+                return f"not compacted: BGREWRITEAOF failed ({exc}); run the purge again"
+            failed = await _aof_rewrite_finished(client)
+            if failed is not None:
+                return failed
+            continue
+        failed = await _aof_rewrite_finished(client)
+        return failed or "BGREWRITEAOF (the append-only file rewritten from the data as it is now)"
+    return "not compacted: another append-only file rewrite was running; run the purge again"
+
+
+async def _aof_rewrite_finished(client: Any) -> str | None:
+    """Wait for the running (or scheduled) rewrite to end: None when it succeeded, else why not."""
     deadline = time.monotonic() + _AOF_WAIT_S
     while time.monotonic() < deadline:
         info = await client.info("persistence")
         if not int(info.get("aof_rewrite_in_progress", 0)) and not int(info.get("aof_rewrite_scheduled", 0)):
             if str(info.get("aof_last_bgrewrite_status", "ok")) != "ok":
                 return "not compacted: the append-only file rewrite failed; run the purge again"
-            return "BGREWRITEAOF (the append-only file rewritten from the data as it is now)"
+            return None
         await asyncio.sleep(_AOF_POLL_S)
     return "BGREWRITEAOF requested; still running after 60 s: run the purge again to check"
