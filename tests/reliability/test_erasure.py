@@ -22,6 +22,7 @@ import json
 import os
 import sqlite3
 import sys
+import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,8 @@ def variant(
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(sys, "path", [str(chosen.masks), *(p for p in sys.path if p != str(file_store_only))])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(chosen.masks), str(Path(sys.path[-1]))]))
+    if name == "redis":
+        _start_with_an_empty_redis(redis_server.get().url)
     other = None
     if name == "sqlite-wal":
         other = sqlite3.connect(chosen.home / "tapes.db", isolation_level=None)
@@ -82,6 +85,23 @@ def variant(
     yield name, chosen
     if other is not None:
         other.close()
+
+
+def _start_with_an_empty_redis(url: str) -> None:
+    """The server is shared with the store tests, whose own people (an Alice among them) are in its
+    append-only files: emptied and rewritten, the files hold this test's data only."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    client.flushall()
+    client.bgrewriteaof()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        info = client.info("persistence")
+        if not int(info.get("aof_rewrite_in_progress", 0)) and not int(info.get("aof_rewrite_scheduled", 0)):
+            break
+        time.sleep(0.1)
+    client.close()
 
 
 # -- the store's raw storage -----------------------------------------------------------------------
