@@ -18,7 +18,7 @@ from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory._tokens import estimate_tokens
 from bub_semantic_memory.tape import ReadReport, render_transcript
 
-__all__ = ["ExtractionLag", "ExtractionPace", "entry_tokens", "extraction_lag"]
+__all__ = ["ExtractionLag", "ExtractionPace", "entry_tokens", "extraction_lag", "transcript_tokens"]
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def extraction_lag(
 ) -> ExtractionLag:
     """What of ``entries`` lies after ``watermark``, and the time it should take at ``pace``."""
     waiting = [e for e in entries if e.id > watermark]
-    tokens = _transcript_tokens(waiting)
+    tokens = transcript_tokens(waiting)
     rate = pace.seconds_per_token
     return ExtractionLag(
         entries=len(waiting),
@@ -126,7 +126,7 @@ def entry_tokens(entries: Sequence[Any]) -> dict[int, int]:
     return counted
 
 
-def _transcript_tokens(entries: Sequence[Any]) -> int:
+def transcript_tokens(entries: Sequence[Any]) -> int:
     """The tokens an extraction reads; a line cut to its limit is counted cut, and not reported
     again (the extraction and the note report it)."""
     if not entries:

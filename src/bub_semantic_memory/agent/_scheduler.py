@@ -25,10 +25,14 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from bub_semantic_memory._tokens import estimate_tokens
-from bub_semantic_memory.agent._lag import ExtractionLag, ExtractionPace, entry_tokens, extraction_lag
+from bub_semantic_memory.agent._lag import (
+    ExtractionLag,
+    ExtractionPace,
+    entry_tokens,
+    extraction_lag,
+    transcript_tokens,
+)
 from bub_semantic_memory.stores import SnapshotStore, fetch_tape
-from bub_semantic_memory.tape import ReadReport, render_transcript
 
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
@@ -185,7 +189,8 @@ class ExtractionScheduler:
         self._deferred.pop(tape, None)
         stored = 0
         pace = self._pace.get(tape, ExtractionPace())
-        tokens = entry_tokens(entries)
+        # the snapshots cover what follows the watermark: only those entries are counted
+        tokens = entry_tokens([e for e in entries if e.id > graph.watermark])
         async for extracted in extractor.iter_extract(entries, tape=tape, memory=graph):
             # the store leaves out what a purge erased, even one made since the graph was read
             graph.add(await snapshots.append(extracted, memory=graph))  # the graph learns what it kept
@@ -285,8 +290,7 @@ class ExtractionScheduler:
         if any(e.kind == "anchor" and e.payload.get("name") != "session/start" for e in new):
             return True
         if cadence.min_new_tokens > 0 and new:
-            quiet = ReadReport(log_level=logging.DEBUG)  # the extraction reports its cut lines
-            return estimate_tokens(render_transcript(new, report=quiet).text()) >= cadence.min_new_tokens
+            return transcript_tokens(new) >= cadence.min_new_tokens
         return False
 
     async def drain(self, grace_s: float | None = None) -> list[str]:
