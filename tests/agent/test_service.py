@@ -445,3 +445,32 @@ async def test_a_quoted_line_carries_its_day_and_what_yesterday_meant_on_it() ->
     lines = block.splitlines()
     day = lines.index("  Monday 8 May 2023:")
     assert "  > [3] user: I went to the pottery class yesterday (Sunday 7 May 2023)." in lines[day + 1 :]
+
+
+class PotteryExtractor(ScriptedExtractor):
+    """Extracts 'Maya Lin attends pottery class', stated by entry 3."""
+
+    async def iter_extract(
+        self, entries: Sequence[Any], *, tape: str, memory: MemoryGraph | None = None
+    ) -> AsyncIterator[Snapshot]:
+        maya, pottery = Entity.create("Maya Lin", "person"), Entity.create("pottery class", "event")
+        relation = Relation(source=maya.key, type="attends", target=pottery.key, evidence=(3,))
+        yield make_snapshot([maya, pottery], [relation], tape=tape, first=entries[0].id, last=entries[-1].id)
+
+
+async def test_a_fact_quotes_its_line_with_the_day_it_was_said_and_what_yesterday_meant() -> None:
+    store, extractor = InMemoryTapeStore(), PotteryExtractor()
+    memory = service(extractor, passage_share=0.0)  # no excerpt: the line can only be quoted under the fact
+    said_on = "2023-05-08T13:56:00+00:00"  # a Monday
+    for role, text in [
+        ("user", "Hi, I'm Maya Lin."),
+        ("assistant", "Hello Maya."),
+        ("user", "I went to the pottery class yesterday."),
+        ("assistant", "Nice."),
+    ]:
+        store.append(TAPE, TapeEntry(0, "message", {"role": role, "content": text}, date=said_on))
+    await end_of_turn(memory, store)
+    block = memory.block(TAPE, "When did Maya attend the pottery class?")
+    assert "  - Maya Lin attends pottery class" in block.splitlines()
+    quote = "    > [3] (Monday 8 May 2023) user: I went to the pottery class yesterday (Sunday 7 May 2023)."
+    assert quote in block.splitlines()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bub_semantic_memory._edits import Edit
@@ -196,7 +197,7 @@ class TapeMemories:
             budget=self.policy.budget,
             shown=shown,
             named_only=named_only,
-            ranking=self.search(tape, query) if query else None,
+            ranking=_dated_quotes(self.search(tape, query)) if query else None,
             passages=passages,
             passage_budget=passage_budget,
         )
@@ -347,6 +348,30 @@ def _quoted(passage: Passage) -> QuotedLine:
     """A line a note may quote, under its day, with what "yesterday" or "last week" meant that day."""
     text, day = anchored_line(passage.text, passage.date)
     return QuotedLine(text, day, passage.entry_id)
+
+
+def _dated_quotes(ranking: Ranking | None) -> Ranking | None:
+    """``ranking`` with the lines its facts quote as a note shows them: each with the day it was
+    said after its entry's tag, its relative times anchored on that day (as the note's other lines)."""
+    if ranking is None:
+        return None
+    facts = tuple(
+        replace(fact, evidence_lines=tuple(map(_dated_quote, fact.evidence_lines, fact.evidence_dates)))
+        if fact.evidence_dates
+        else fact
+        for fact in ranking.facts
+    )
+    return replace(ranking, facts=facts)
+
+
+def _dated_quote(line: str, entry_date: str) -> str:
+    """``[25] (Monday 8 May 2023) user: ... yesterday (Sunday 7 May 2023)``: the tag stays first, so
+    that a line the block shows twice is still known by it."""
+    text, day = anchored_line(line, entry_date)
+    if not day:
+        return text
+    tag, _, said = text.partition(" ")
+    return f"{tag} ({day}) {said}"
 
 
 def _said(entries: Sequence[Any]) -> set[int]:

@@ -113,6 +113,7 @@ class Finding:
         valid_from, valid_until: the tape positions (entry ids) it held from and until.
         evidence: entry ids that state it.
         evidence_lines: the transcript lines of (some of) those entries, when the index was given them.
+        evidence_dates: the date of each of ``evidence_lines``' entries (ISO-8601; "" when unknown).
         stated: the dates of the evidence entries the index knows (ISO-8601), in entry order.
         when: a stated fact's resolved date (``2023-05-05``, ``2023-05``...), if it has one.
     """
@@ -129,6 +130,7 @@ class Finding:
     evidence_lines: tuple[str, ...] = ()
     stated: tuple[str, ...] = ()
     when: str | None = None
+    evidence_dates: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -450,14 +452,17 @@ class MemoryIndex:
         """The transcript lines of the first and the latest entry that state a fact (those known),
         never a line a forget hides: a line that named a forgotten person is not quoted as the
         evidence of another item either."""
+        return tuple(self._lines[entry][:_EVIDENCE_CHARS] for entry in self._quotable(evidence))
+
+    def _quotable(self, evidence: Iterable[int]) -> list[int]:
+        """The entries of :meth:`evidence_lines`, in entry order."""
         edits = self.graph.edits
         known = sorted(
             entry
             for entry in evidence
             if entry in self._lines and not (edits and edits.hides_line(entry, self._lines[entry]))
         )
-        picked = list(dict.fromkeys([*known[:1], *known[-1:]]))[:_EVIDENCE_LINES]
-        return tuple(self._lines[entry][:_EVIDENCE_CHARS] for entry in picked)
+        return list(dict.fromkeys([*known[:1], *known[-1:]]))[:_EVIDENCE_LINES]
 
     def _bm25(self, question: str) -> list[str]:
         with self._lock:
@@ -653,10 +658,10 @@ class MemoryIndex:
 
     def _new_finding(self, item: RelationView | FactView) -> Finding:
         evidence = tuple(sorted(item.evidence))
-        lines, dates = (
-            self.evidence_lines(evidence),
-            tuple(self._dates[e] for e in evidence if e in self._dates),
-        )
+        quotable = self._quotable(evidence)
+        lines = tuple(self._lines[entry][:_EVIDENCE_CHARS] for entry in quotable)
+        said_on = tuple(self._dates.get(entry, "") for entry in quotable)
+        dates = tuple(self._dates[e] for e in evidence if e in self._dates)
         if isinstance(item.key, str):  # a stated fact
             fact: FactView = item
             return Finding(
@@ -670,6 +675,7 @@ class MemoryIndex:
                 valid_until=fact.valid_until,
                 evidence=evidence,
                 evidence_lines=lines,
+                evidence_dates=said_on,
                 stated=dates,
                 when=fact.when,
             )
@@ -685,6 +691,7 @@ class MemoryIndex:
             valid_until=relation.valid_until,
             evidence=evidence,
             evidence_lines=lines,
+            evidence_dates=said_on,
             stated=dates,
         )
 
