@@ -32,6 +32,7 @@ SECTIONS: dict[int, tuple[str, str]] = {
     7: ("redaction", "Redaction"),
     8: ("prefix_cache", "Prefix cache"),
     9: ("memory_qa", "Memory QA"),
+    10: ("locomo", "LoCoMo"),
 }
 
 

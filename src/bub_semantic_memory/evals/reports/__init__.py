@@ -9,6 +9,8 @@ autoescaped HTML). One module per format:
 
 * terminal: :func:`summary_table`, :func:`comparison_table`, :func:`fixture_table` (``rich``
   tables), and :func:`qa_columns` for the QA summary;
+* :func:`source_category_tables`: a QA report's scores by its dataset's own categories (LoCoMo's),
+  as rows, for the Markdown report and the benchmarks;
 * Markdown: :func:`to_markdown`, a complete ``report.md``;
 * HTML: :func:`to_html`, a self-contained ``report.html`` from the Jinja2 templates under
   ``templates/`` (shipped in the wheel), with inline CSS and SVG charts and no script;
@@ -26,7 +28,7 @@ from bub_semantic_memory.evals.reports._files import write_report_files
 from bub_semantic_memory.evals.reports._format import UNDEFINED
 from bub_semantic_memory.evals.reports._html import to_html
 from bub_semantic_memory.evals.reports._markdown import to_markdown
-from bub_semantic_memory.evals.reports._qa import qa_columns, write_qa_report
+from bub_semantic_memory.evals.reports._qa import qa_columns, source_category_tables, write_qa_report
 from bub_semantic_memory.evals.reports._terminal import comparison_table, fixture_table, summary_table
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "comparison_table",
     "fixture_table",
     "qa_columns",
+    "source_category_tables",
     "summary_table",
     "to_html",
     "to_markdown",

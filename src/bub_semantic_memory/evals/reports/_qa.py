@@ -20,7 +20,14 @@ from bub_semantic_memory.evals.qa._report import LONG, NO_ENTITY, Mean, QAReport
 from bub_semantic_memory.evals.reports._charts import BarRow, Chart, bar_panels, series_for
 from bub_semantic_memory.evals.reports._html import template_environment
 
-__all__ = ["conditions_table", "qa_columns", "to_html", "to_markdown", "write_qa_report"]
+__all__ = [
+    "conditions_table",
+    "qa_columns",
+    "source_category_tables",
+    "to_html",
+    "to_markdown",
+    "write_qa_report",
+]
 
 
 def _pct(rate: Rate) -> str:
