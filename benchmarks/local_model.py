@@ -13,7 +13,8 @@ part (instructions, types, example) first. Measured side by side in one run:
 * the quick set end to end with the promoted prompt (``run_eval``, concurrency 1, cache off);
 * what a conversation costs at the plugin's cadence (the first 150 entries, 30 user turns, of
   ``long-tape-friends-and-hobbies``, replayed turn by turn through the plugin's service), with
-  the plugin's six-turn cadence and a window's worth (1,500 tokens, turns uncounted): prompt tokens sent
+  the six-turn cadence (the local class's before, an endpoint's still) and the local class's own,
+  a window's worth (1,500 tokens, turns uncounted): prompt tokens sent
   per tape token, tokens llama.cpp evaluated (sent less the KV prefix it reused), completion
   tokens per stored item, and wall time against the floor (the tape's tokens once at the
   measured prompt speed plus the completion at the measured generation speed).
@@ -47,10 +48,9 @@ PAIRS = 4
 CONVERSATION = "long-tape-friends-and-hobbies"
 CONVERSATION_ENTRIES = 150
 SIX_TURNS = MemoryPolicy(every_turns=6, min_new_tokens=1200)
-"""The plugin's default cadence (every class)."""
+"""An endpoint's default cadence, the local class's before issue 48."""
 WINDOW = MemoryPolicy(every_turns=10_000, min_new_tokens=1500)
-"""A window's worth of new transcript, turns uncounted: measured for the embedded model, not the
-default until the fixtures say its memory is as good (issue 48)."""
+"""A window's worth of new transcript, turns uncounted: the local class's default since issue 48."""
 
 
 def _perf(backend: Any) -> tuple[float, int, float, int]:
@@ -163,7 +163,7 @@ def _conversation_rows(
             "wall / floor",
         ],
     )
-    for name, run in (("six turns (default)", before), ("a window's worth", after)):
+    for name, run in (("six turns (before)", before), ("a window's worth (now)", after)):
         floor = run["tape"] / prompt_rate + run["completion"] / generation_rate
         run["floor"] = floor
         table.rows.append(

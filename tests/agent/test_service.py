@@ -394,23 +394,20 @@ class LocalScriptedExtractor(ScriptedExtractor):
     chunk_tokens = 1500
 
 
-def test_every_class_extracts_every_six_turns_unless_set() -> None:
+def test_a_local_model_waits_for_a_windows_worth_and_an_endpoint_for_six_turns() -> None:
     hosted, local = (
         MemoryPolicy().cadence(HOSTED, 3000),
         MemoryPolicy().cadence(LocalScriptedExtractor.traits, 1500),
     )
-    assert (
-        (hosted.every_turns, hosted.min_new_tokens) == (local.every_turns, local.min_new_tokens) == (6, 1200)
-    )
+    assert (hosted.every_turns, hosted.min_new_tokens) == (6, 1200)
+    assert (local.every_turns, local.min_new_tokens) == (None, 1500)
     explicit = MemoryPolicy(every_turns=2, min_new_tokens=0).cadence(LocalScriptedExtractor.traits, 1500)
     assert (explicit.every_turns, explicit.min_new_tokens) == (2, 0)  # what is set wins
 
 
-async def test_a_window_cadence_extracts_once_a_windows_worth_of_new_transcript_accumulated() -> None:
-    """The cadence benchmarks section 6 measures for the embedded model (set, not the default)."""
+async def test_a_local_model_extracts_once_a_windows_worth_of_new_transcript_accumulated() -> None:
     store, extractor = InMemoryTapeStore(), LocalScriptedExtractor()
-    window = MemoryPolicy(every_turns=10_000, min_new_tokens=1500)
-    setup = MemorySetup(folds_with=ONTOLOGY, policy=window)
+    setup = MemorySetup(folds_with=ONTOLOGY, policy=MemoryPolicy())
     memory = MemoryService.from_setup(setup, extractor=lambda: extractor)  # type: ignore[arg-type,return-value]
     sentence = "Maya Lin told me about her week in Lisbon and the new studio she rents near the river. "
     for _ in range(6):  # six turns: an endpoint's cadence would extract now

@@ -77,21 +77,27 @@ class MemoryPolicy:
         """The cadence for an extractor whose backend declares ``traits`` and whose windows hold
         ``chunk_tokens`` of new transcript: the one place its defaults are decided.
 
-        What is set wins. Unset, every class extracts every 6th user turn or once 1,200 tokens
-        are new: short windows, a memory that keeps up. A window's worth for a model in this
-        process (``chunk_tokens``, turns uncounted) costs the embedded model fewer evaluated
-        tokens per transcript token (benchmarks section 6), but whether its memory is as good was
-        not decided on the tune and test fixtures yet, so it is not the default (issue 48); set
-        ``min_new_tokens`` to the window size and ``every_turns`` high to run it.
+        What is set wins. Unset, an endpoint extracts every 6th user turn or once 1,200 tokens
+        are new: short windows, a memory that keeps up. A model in this process extracts once a
+        window's worth is new (``chunk_tokens``), turns uncounted: every window pays a fixed part
+        (instructions, known entities, earlier lines, a request per step) that a CPU evaluates
+        again, and on the fixtures a window's worth extracted as well or better (issue 48: tune
+        and test, benchmarks section 6); the recent turns are in the agent's own context meanwhile.
         """
-        del traits, chunk_tokens  # the same for every class until a measured default differs
+        if traits.in_process:
+            every, tokens = None, chunk_tokens
+        else:
+            every, tokens = _EVERY_TURNS, _MIN_NEW_TOKENS
         return ExtractionCadence(
-            every_turns=self.every_turns if self.every_turns is not None else _EVERY_TURNS,
-            min_new_tokens=self.min_new_tokens if self.min_new_tokens is not None else _MIN_NEW_TOKENS,
+            every_turns=self.every_turns if self.every_turns is not None else every,
+            min_new_tokens=self.min_new_tokens if self.min_new_tokens is not None else tokens,
         )
 
 
 def default_cadence() -> dict[str, str]:
     """How each cadence setting left unset is decided, in words, for the settings' descriptions
     and the CLI's help (as :func:`~bub_semantic_memory.extraction.default_bounds` does the bounds)."""
-    return {"every_turns": str(_EVERY_TURNS), "min_new_tokens": str(_MIN_NEW_TOKENS)}
+    return {
+        "every_turns": f"{_EVERY_TURNS}; for a local model, off: it extracts by size",
+        "min_new_tokens": f"{_MIN_NEW_TOKENS}; for a local model, its window size",
+    }
