@@ -327,6 +327,8 @@ async def test_turns_with_different_questions_keep_the_agents_prompt_prefix(
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_EVERY_TURNS", "100")  # the seeded memory stays as it is
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_MIN_NEW_TOKENS", "0")
     monkeypatch.setenv("BUB_SEMANTIC_MEMORY_BUDGET", "60")  # the first note cannot show everything
+    # facts only: the earlier questions' lines match every later question alike
+    monkeypatch.setenv("BUB_SEMANTIC_MEMORY_PASSAGE_SHARE", "0")
     framework, _plugin, stub = harness.framework()
     homes = [("Maya Lin", "Lisbon"), ("Tom Okafor", "Lagos"), ("Ines Silva", "Porto"), ("Ravi Rao", "Pune")]
     entities = [

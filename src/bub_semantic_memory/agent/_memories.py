@@ -48,6 +48,8 @@ __all__ = ["TapeMemories"]
 logger = logging.getLogger(__name__)
 
 _RENDER_CACHE_SIZE = 256
+_LEAST_CANDIDATE_LINES = 10
+_TOKENS_PER_LINE = 20  # a short line of a chat: a block's lines budget asks for this many per line
 
 
 class TapeMemories:
@@ -208,7 +210,8 @@ class TapeMemories:
         index = self.index(tape)
         if not query or budget <= 0 or index is None:
             return (), 0
-        return tuple(_quoted(p) for p in index.passages(query)), budget
+        candidates = max(_LEAST_CANDIDATE_LINES, budget // _TOKENS_PER_LINE)  # enough to fill it
+        return tuple(_quoted(p) for p in index.passages(query, limit=candidates)), budget
 
     def index(self, tape: str) -> MemoryIndex | None:
         """The retrieval index of ``tape``'s loaded graph (built on first use, then refreshed)."""

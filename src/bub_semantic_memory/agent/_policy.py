@@ -50,8 +50,8 @@ class MemoryPolicy:
         max_concurrent: extractions running at once across tapes.
         retry_cooldown: seconds before a tape whose extraction failed is tried again.
         checkpoint_every: store a checkpoint after this many new snapshots (0: never).
-        passage_share: the share of ``budget`` kept for the transcript lines that match the
-            latest message best, shown after the facts (0: facts only). The facts get what the
+        passage_share: the share of ``budget`` the transcript lines that match the latest
+            message best may take, shown after the facts (0: facts only). The facts get what the
             lines leave unused.
         max_agent_forgets: forgets the agent's ``memory.forget`` may make in one turn; a further
             call is refused (text in the tape could make the agent forget everything).

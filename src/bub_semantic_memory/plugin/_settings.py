@@ -75,8 +75,8 @@ class SemanticMemorySettings(bub.Settings):
         default=MemoryPolicy.passage_share,
         ge=0,
         le=1,
-        description="Share of the budget kept for the transcript lines that match the latest message "
-        "best, shown after the facts (0: facts only).",
+        description="Share of the budget the transcript lines that match the latest message best may "
+        "take, shown after the facts; the facts get what they leave (0: facts only).",
     )
     placement: Literal["message", "system"] = Field(
         default="message",
