@@ -13,7 +13,7 @@ import contextlib
 import io
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -218,3 +218,29 @@ class FileOpenCounter:
         assert self._saved is not None
         builtins.open, io.open, os.open = self._saved
         self._saved = None
+
+
+def answer_main(description: str, answer: Callable[[Any], Awaitable[None]]) -> None:
+    """``python -m benchmarks.<section> --answer``: open the embedded model and let ``answer`` ask it
+    what the committed answer cache lacks (after a change to what a note shows)."""
+    import argparse
+    import asyncio
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--answer", action="store_true", help="answer what the committed cache lacks (the embedded model)"
+    )
+    if not parser.parse_args().answer:
+        parser.print_help()
+        return
+
+    async def with_model() -> None:
+        from bub_semantic_memory.extraction import ExtractorConfig
+
+        backend = ExtractorConfig(model="local").open_backend()
+        try:
+            await answer(backend)
+        finally:
+            await backend.aclose()
+
+    asyncio.run(with_model())

@@ -16,13 +16,11 @@ Skipped with a note when the LoCoMo file is not found (``$BUB_SEMANTIC_MEMORY_LO
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import os
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, BenchConfig, Section, Table
+from benchmarks.common import REPO, BenchConfig, Section, Table, answer_main
 from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.evals.importers import locomo_fixtures
@@ -225,23 +223,11 @@ async def run(config: BenchConfig) -> Section:
     return section
 
 
-async def answer_again() -> None:
-    """Ask the embedded model what the committed cache has no answer for, on the answered splits
-    (``python -m benchmarks.locomo --answer``, after a change to what a note shows)."""
-    from bub_semantic_memory.extraction import ExtractorConfig
-
-    backend = ExtractorConfig(model=ANSWER_MODEL).open_backend()
-    try:
-        for split in ANSWERED_SPLITS:
-            await qa_report(split, locomo_file(), answer_model=backend)
-    finally:
-        await backend.aclose()
+async def answer_again(backend: Any) -> None:
+    """Ask ``backend`` what the committed cache has no answer for, on the answered splits."""
+    for split in ANSWERED_SPLITS:
+        await qa_report(split, locomo_file(), answer_model=backend)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--answer", action="store_true", help="answer what the committed cache lacks (the embedded model)"
-    )
-    if parser.parse_args().answer:
-        asyncio.run(answer_again())
+    answer_main(__doc__.splitlines()[0], answer_again)

@@ -17,13 +17,11 @@ same embedded model, on the test fixtures that run covered, in id order, until a
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, BenchConfig, Section, Table
+from benchmarks.common import REPO, BenchConfig, Section, Table, answer_main
 from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.evals import Fixture, load_fixtures
 from bub_semantic_memory.evals.qa import (
@@ -275,31 +273,19 @@ async def run(config: BenchConfig) -> Section:
     return section
 
 
-async def answer_again() -> None:
-    """Ask the embedded model what the committed cache has no answer for, in the section's own runs
-    (``python -m benchmarks.memory_qa --answer``, after a change to what a note shows)."""
-    from bub_semantic_memory.extraction import ExtractorConfig
-
-    backend = ExtractorConfig(model=ANSWER_MODEL).open_backend()
-    try:
-        await _run(0, False, answer_model=backend)
-        await _run(
-            0,
-            False,
-            report=LOCAL_MEMORY_REPORT,
-            run=LOCAL_MEMORY_RUN,
-            conditions=ACCURACY_CONDITIONS,
-            for_accuracy=True,
-            answer_model=backend,
-        )
-    finally:
-        await backend.aclose()
+async def answer_again(backend: Any) -> None:
+    """Ask ``backend`` what the committed cache has no answer for, in the section's own runs."""
+    await _run(0, False, answer_model=backend)
+    await _run(
+        0,
+        False,
+        report=LOCAL_MEMORY_REPORT,
+        run=LOCAL_MEMORY_RUN,
+        conditions=ACCURACY_CONDITIONS,
+        for_accuracy=True,
+        answer_model=backend,
+    )
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--answer", action="store_true", help="answer what the committed cache lacks (the embedded model)"
-    )
-    if parser.parse_args().answer:
-        asyncio.run(answer_again())
+    answer_main(__doc__.splitlines()[0], answer_again)
