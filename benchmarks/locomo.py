@@ -35,9 +35,10 @@ RUN = "extract@9"
 SPLITS = ("test", "tune")
 CONDITIONS = ("none", "memory", MEMORY_WITHOUT_LINES, "bm25", "tape-search", "full")
 ANSWER_MODEL = "local"
-ANSWERED = ("none", "memory", "bm25", "tape-search")
+ANSWERED = ("none", "memory", "bm25")
 """The conditions the embedded model answers, on ``test`` only: about 15 s per context on 2 cores
-(the whole conversation, 3,000-4,000 tokens a question, a minute each, is left out)."""
+(``tape-search`` and the whole conversation, 3,000-4,000 tokens a question, a minute each, are
+left out for now: the goals compare the memory with BM25)."""
 ANSWERED_SPLITS = ("test",)
 GOALS = (  # memory − bm25, word-level context recall (issue 49's goals on the test conversations)
     (None, "categories 1-4", 0.10),
@@ -130,7 +131,7 @@ def _rows(section: Section, split: str, report: QAReport) -> None:
         f"≥ +{GOAL_F1:.2f}" if split == "test" else "",
         None if split != "test" or point is None else point >= GOAL_F1,
         f"memory {_mean(report, 'memory', 'f1')}, bm25 {_mean(report, 'bm25', 'f1')}, "
-        f"tape-search {_mean(report, 'tape-search', 'f1')}, full {_mean(report, 'full', 'f1')}",
+        f"none {_mean(report, 'none', 'f1')} (answered: {', '.join(ANSWERED)})",
         kind="share",
     )
     unknown = {c: report.accuracy(c, "unanswerable") for c in ("memory", "bm25")}
@@ -183,12 +184,14 @@ def _tables(split: str, report: QAReport) -> list[Table]:
             [
                 f"`{condition}`",
                 f"{report.tokens(condition):,.0f}",
-                _accuracy(report, condition),
-                _mean(report, condition, "f1"),
+                _accuracy(report, condition) if condition in ANSWERED else "–",
+                _mean(report, condition, "f1") if condition in ANSWERED else "–",
             ]
         )
     tables = [tokens]
     for title, header, rows in source_category_tables(report):
+        if title.startswith("Answer"):  # the answered conditions only (a stray cached answer is no score)
+            rows = [row for row in rows if row[0] in ANSWERED or row[0] == "memory − bm25"]
         tables.append(Table(f"LoCoMo {label}: {title.lower()}, by LoCoMo's category", header, list(rows)))
     return tables
 
