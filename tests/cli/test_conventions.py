@@ -67,6 +67,13 @@ def one_error_line(stderr: str) -> str:
 
 
 @pytest.mark.parametrize("path", command_paths(), ids=lambda p: " ".join(p) or "root")
+def test_help_never_gives_a_default_as_none(path: list[str]) -> None:
+    """An unset option's default is decided somewhere (by the model's class, say): help says how."""
+    text = " ".join(help_of(path, columns=400).split())
+    assert "default: None" not in text
+
+
+@pytest.mark.parametrize("path", command_paths(), ids=lambda p: " ".join(p) or "root")
 def test_help_shows_flags_without_a_value_placeholder(path: list[str]) -> None:
     text = help_of(path)
     assert "<bool>" not in text

@@ -91,7 +91,7 @@ EVERY_TURNS = _setting(
     None,
     "--every-turns",
     min=1,
-    help=f"With --cadence plugin: extract after every N-th user turn (default: {MemoryPolicy.every_turns}).",
+    help=f"With --cadence plugin: extract after every N-th user turn (default: {_CADENCE['every_turns']}).",
     show_default=False,
 )
 MIN_NEW_TOKENS = _setting(
