@@ -102,14 +102,13 @@ PARSED_ONLY: dict[str, str] = {
     spaced(c): reason
     for c, reason in (
         (
-            "semantic-memory eval run --locomo ../shared/datasets/locomo/locomo8.json --sample conv-44 "
-            "--sample conv-47 --sessions 4 --model local --cadence plugin --every-turns 10000 "
-            "--min-new-tokens 1500 --concurrency 1 --out reports/locomo",
-            "LoCoMo's file lies outside the project, and the extraction is an hour of the embedded model",
+            "semantic-memory eval run --locomo ../shared/datasets/locomo/locomo8.json --split test --sessions 4 "
+            "--model local --cadence plugin --concurrency 1 --out reports/locomo",
+            "LoCoMo's file lies outside the project, and the extraction is half an hour of the embedded model",
         ),
         (
-            "semantic-memory eval qa --locomo ../shared/datasets/locomo/locomo8.json --sample conv-44 "
-            "--sample conv-47 --sessions 4 --memory reports/locomo/report.json --run extract@9 "
+            "semantic-memory eval qa --locomo ../shared/datasets/locomo/locomo8.json --split test "
+            "--sessions 4 --memory reports/locomo/report.json --run extract@9 "
             "--condition memory --condition memory-no-lines --condition bm25 --condition tape-search "
             "--condition full",
             "LoCoMo's file lies outside the project, and the memory is the command above's",
