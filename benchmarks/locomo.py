@@ -35,11 +35,13 @@ RUN = "extract@9"
 SPLITS = ("test", "tune")
 CONDITIONS = ("none", "memory", MEMORY_WITHOUT_LINES, "bm25", "tape-search", "full")
 ANSWER_MODEL = "local"
-ANSWERED = ("none", "memory", "bm25", "tape-search")
-"""The conditions the embedded model answers, on ``test`` only: about 15-20 s per context of the
-plugin's budget on 2 cores. The whole conversation (about 4,000 tokens a question, over a minute
-each) is left out: its context recall is shown, its answers are not."""
-ANSWERED_SPLITS = ("test",)
+ANSWERED: dict[str, tuple[str, ...]] = {
+    "test": ("none", "memory", "bm25", "tape-search"),
+    "tune": (),
+}
+"""The conditions the embedded model answers, per split: about 9 s per context of the plugin's
+budget on 2 cores. The whole conversation (about 4,000 tokens a question, over a minute each) is
+left out: its context recall is shown, its answers are not."""
 GOALS = (  # memory − bm25, word-level context recall (issue 49's goals on the test conversations)
     (None, "categories 1-4", 0.10),
     ("2 temporal", "temporal", 0.40),
@@ -69,11 +71,11 @@ async def qa_report(split: str, path: Path, *, quick: bool = False, answer_model
     ontology = PromptLibrary().load(RUN).ontology
     memory, source = memory_from_report(memory_report(split), RUN, fixtures, ontology)
     fixtures = [f for f in fixtures if f.id in memory]  # the conversations the extraction covered
-    answered = split in ANSWERED_SPLITS
+    answered = bool(ANSWERED[split])
     options = QAOptions(
         ontology=ontology,
         budget=MemoryPolicy().budget,
-        conditions=CONDITIONS if answer_model is None else ANSWERED,
+        conditions=CONDITIONS if answer_model is None else ANSWERED[split],
         memory=memory,
         memory_source=source,
         answer_model=answer_model,
@@ -146,15 +148,16 @@ def _rows(section: Section, split: str, report: QAReport) -> None:
         "is false; the fixed rule accepts 'unknown'",
         kind="share",
     )
-    if split not in ANSWERED_SPLITS:
+    answered = ANSWERED[split]
+    if not answered:
         return
-    missing = sum(report.unanswered(condition) for condition in ANSWERED)
+    missing = sum(report.unanswered(condition) for condition in answered)
     section.row(
         f"LoCoMo {label}: committed answers, contexts with no cached answer",
         f"{missing}",
         "0",
         missing == 0,
-        f"of {len(report.items) * len(ANSWERED):,} contexts ({', '.join(ANSWERED)}); "
+        f"of {len(report.items) * len(answered):,} contexts ({', '.join(answered)}); "
         "answer them: `python -m benchmarks.locomo --answer`",
         kind="count",
         check=True,
@@ -190,14 +193,14 @@ def _tables(split: str, report: QAReport) -> list[Table]:
             [
                 f"`{condition}`",
                 f"{report.tokens(condition):,.0f}",
-                _accuracy(report, condition) if condition in ANSWERED else "–",
-                _mean(report, condition, "f1") if condition in ANSWERED else "–",
+                _accuracy(report, condition) if condition in ANSWERED[split] else "–",
+                _mean(report, condition, "f1") if condition in ANSWERED[split] else "–",
             ]
         )
     tables = [tokens]
     for title, header, rows in source_category_tables(report):
         if title.startswith("Answer"):  # the answered conditions only (a stray cached answer is no score)
-            rows = [row for row in rows if row[0].removeprefix("memory − ") in ANSWERED]
+            rows = [row for row in rows if row[0].removeprefix("memory − ") in ANSWERED[split]]
         tables.append(Table(f"LoCoMo {label}: {title.lower()}, by LoCoMo's category", header, list(rows)))
     return tables
 
@@ -240,7 +243,7 @@ async def run(config: BenchConfig) -> Section:
 
 async def answer_again(backend: Any) -> None:
     """Ask ``backend`` what the committed cache has no answer for, on the answered splits."""
-    for split in ANSWERED_SPLITS:
+    for split in (split for split, conditions in ANSWERED.items() if conditions):
         await qa_report(split, locomo_file(), answer_model=backend)
 
 
