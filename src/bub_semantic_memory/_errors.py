@@ -104,6 +104,8 @@ class ExtractionError(SemanticMemoryError):
         model: the model that was asked.
         attempts: the validation attempts made (one per model response).
         last_output: the last raw tool arguments or content the model produced, if any.
+        window: the first and last entry id of the window that failed (None: not known, or
+            the failure was not one window's).
     """
 
     def __init__(
@@ -114,6 +116,7 @@ class ExtractionError(SemanticMemoryError):
         model: str = "",
         attempts: int = 0,
         last_output: str | None = None,
+        window: tuple[int, int] | None = None,
     ) -> None:
         from bub_semantic_memory._models import Usage
 
@@ -121,6 +124,7 @@ class ExtractionError(SemanticMemoryError):
         self.model = model
         self.attempts = attempts
         self.last_output = last_output
+        self.window = window
         detail = (
             f"model={model or '?'} attempts={attempts} requests={self.usage.requests} "
             f"tokens={self.usage.prompt_tokens}+{self.usage.completion_tokens}"
@@ -135,12 +139,20 @@ class ExtractionError(SemanticMemoryError):
             "model": self.model,
             "attempts": self.attempts,
             "last_output": self.last_output,
+            "window": self.window,
         }
 
     def charged(self, extra: Usage) -> Self:
         """The same error with ``extra`` added to its cost (earlier attempts that led to it)."""
         details = self.details() | {"usage": self.usage + extra, "attempts": self.attempts + extra.attempts}
         return type(self)(self.reason, **details)
+
+    def on_window(self, first_entry_id: int, last_entry_id: int) -> Self:
+        """The same error, saying which window failed (kept when it already says so: the
+        innermost window, a half of a split one, is the one that failed)."""
+        if self.window is not None:
+            return self
+        return type(self)(self.reason, **(self.details() | {"window": (first_entry_id, last_entry_id)}))
 
 
 class TransportError(ExtractionError):

@@ -17,12 +17,16 @@ from bub_semantic_memory.agent._policy import MemoryPolicy
 from bub_semantic_memory.agent._service import MemoryService
 from bub_semantic_memory.agent._setup import MemorySetup
 from bub_semantic_memory.backends import HOSTED, BackendTraits
+from bub_semantic_memory.extraction._config import ExtractorConfig
+from bub_semantic_memory.extraction._extractor import Extractor
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.stores._store import SnapshotStore, memory_tape_name
-from tests.conftest import make_snapshot
+from bub_semantic_memory.testing import FakeOpenAIServer, tool_call_reply
+from tests.conftest import FAST, make_snapshot
 
 TAPE = "service-tape"
+MAYA = {"entities": [{"name": "Maya Lin", "type": "person", "evidence": [5]}], "relations": []}
 ONTOLOGY = PromptLibrary().load("extract@1").ontology
 
 
@@ -145,6 +149,43 @@ async def test_a_failure_is_counted_and_the_tape_cools_down() -> None:
     assert memory.stats["cooldown_skips"] == 1 and len(extractor.calls) == 1
     graph = memory.graph(TAPE)
     assert graph is not None and graph.watermark == 0  # nothing stored, nothing skipped
+
+
+@pytest.mark.parametrize(("tries", "given_up_on_run"), [(2, 2), (1, 1), (0, None)])
+async def test_a_window_whose_answers_keep_breaking_the_rules_is_given_up_and_the_memory_goes_on(
+    fake_openai: FakeOpenAIServer, tries: int, given_up_on_run: int | None
+) -> None:
+    bad = tool_call_reply("Extraction", '{"entities": "none"}')  # nothing in it can be kept
+    config = ExtractorConfig(
+        model="m", base_url=fake_openai.base_url, api_key="k", prompt="extract@1", retry=FAST
+    )
+    memory = service(Extractor(config), retry_cooldown=0.0, failed_window_tries=tries)  # type: ignore[arg-type]
+    store = InMemoryTapeStore()
+    user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
+    for run in (1, 2, 3):
+        fake_openai.enqueue(bad, bad, bad)
+        await end_of_turn(memory, store)
+        graph = memory.graph(TAPE)
+        assert graph is not None
+        if given_up_on_run is None or run < given_up_on_run:
+            assert graph.watermark == 0 and memory.stats["windows_given_up"] == 0
+            assert memory.stats["extraction_failures"] == run
+        if run == given_up_on_run:
+            break
+    else:
+        assert given_up_on_run is None and len(fake_openai.requests) == 9  # asked again every run
+        return
+    assert (
+        memory.stats["windows_given_up"] == 1 and memory.stats["extraction_failures"] == given_up_on_run - 1
+    )
+    [stored] = (await SnapshotStore(store).load(TAPE))[0]
+    assert (stored.first_entry_id, stored.last_entry_id, stored.entities) == (1, 4, ())
+    assert stored.dropped[0].startswith("given up, nothing kept: no valid extraction")
+    fake_openai.enqueue(tool_call_reply("Extraction", MAYA))
+    user_turns(store, "Maya Lin says hi.", "Maya Lin moved to Porto.")
+    await end_of_turn(memory, store)  # the memory goes on past the window
+    graph = memory.graph(TAPE)
+    assert graph is not None and graph.watermark == 8 and graph.entity("person:maya-lin") is not None
 
 
 async def test_a_reset_tape_is_extracted_again_from_its_first_entry_and_the_old_memory_is_gone() -> None:

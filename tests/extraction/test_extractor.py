@@ -369,6 +369,26 @@ async def test_validation_that_never_succeeds_raises_with_the_usage(fake_openai:
     assert "attempts=3" in str(error)
 
 
+async def test_a_window_that_keeps_failing_is_named_and_can_be_given_up_with_why(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    bad = tool_call_reply("Extraction", '{"entities": "none"}')
+    fake_openai.enqueue(bad, bad, bad)
+    async with extractor(fake_openai) as ex:
+        with pytest.raises(ValidationExhaustedError) as caught:
+            await ex.extract(ENTRIES, tape="t")
+        given_up = ex.given_up(caught.value, tape="t")
+    assert caught.value.window == (1, 4)
+    assert (given_up.first_entry_id, given_up.last_entry_id) == (1, 4)
+    assert (given_up.entities, given_up.relations, given_up.facts) == ((), (), ())
+    assert given_up.usage == caught.value.usage and given_up.usage.requests == 3  # its cost is kept
+    [why] = given_up.dropped
+    assert why.startswith("given up, nothing kept: no valid extraction after 3 attempt(s)")
+    assert given_up.prompt == ex.prompt.ref and given_up.model == "fake-model"
+    with pytest.raises(ValueError, match="names no window"):
+        ex.given_up(ExtractionError("no window"), tape="t")
+
+
 async def test_429_with_retry_after_is_honoured(fake_openai: FakeOpenAIServer) -> None:
     fake_openai.enqueue(status_reply(429, headers={"Retry-After": "1"}), good())
     started = time.monotonic()

@@ -21,10 +21,11 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
+from bub_semantic_memory._errors import ExtractionError, ValidationExhaustedError
 from bub_semantic_memory.agent._lag import (
     ExtractionLag,
     ExtractionPace,
@@ -37,6 +38,7 @@ from bub_semantic_memory.stores import SnapshotStore, fetch_tape
 if TYPE_CHECKING:
     from bub.store import AsyncTapeStore, TapeStore
 
+    from bub_semantic_memory._models import Snapshot
     from bub_semantic_memory.agent._memories import TapeMemories
     from bub_semantic_memory.agent._policy import ExtractionCadence
     from bub_semantic_memory.extraction import Extractor
@@ -85,6 +87,7 @@ class ExtractionScheduler:
         self._deferred: dict[str, TapeStore | AsyncTapeStore] = {}
         self._outlived_reset: dict[str, int] = {}  # tape -> watermark of a memory its reset left in place
         self._pace: dict[str, ExtractionPace] = {}  # tape -> its extractions timed in this process
+        self._failing_window: dict[str, tuple[int, int]] = {}  # tape -> (first entry, runs it failed)
         self._semaphore: asyncio.Semaphore | None = None
 
     @property
@@ -188,16 +191,17 @@ class ExtractionScheduler:
             return 0
         self._deferred.pop(tape, None)
         stored = 0
-        pace = self._pace.get(tape, ExtractionPace())
-        # the snapshots cover what follows the watermark: only those entries are counted
-        tokens = entry_tokens([e for e in entries if e.id > graph.watermark])
-        async for extracted in extractor.iter_extract(entries, tape=tape, memory=graph):
-            # the store leaves out what a purge erased, even one made since the graph was read
-            graph.add(await snapshots.append(extracted, memory=graph))  # the graph learns what it kept
-            pace += ExtractionPace.of([extracted], entries, tokens=tokens)
-            stored += 1
-            self.stats["snapshots"] += 1
-        self._pace[tape] = pace
+        while True:
+            try:
+                async for _ in self._store_extractions(tape, extractor, entries, graph, snapshots):
+                    stored += 1
+                break
+            except ValidationExhaustedError as exc:
+                given_up = self._give_up(tape, extractor, exc)
+                if given_up is None:
+                    raise
+                graph.add(await snapshots.append(given_up, memory=graph))  # and on past it
+                stored += 1
         if any(erasure.id not in graph.edits for erasure in snapshots.erasures_read.get(tape, ())):
             graph = await self.memories.reload(tape, store)  # purged meanwhile: the loaded memory held it
         self.memories.prepare_renders(tape, graph, entries, stored=stored > 0)
@@ -205,6 +209,55 @@ class ExtractionScheduler:
             await self._checkpoint_if_due(tape, snapshots, stored)
             await self._log_lag(tape, store, graph.watermark)
         return stored
+
+    async def _store_extractions(
+        self,
+        tape: str,
+        extractor: Extractor,
+        entries: Sequence[Any],
+        graph: MemoryGraph,
+        snapshots: SnapshotStore,
+    ) -> AsyncIterator[Snapshot]:
+        """Extract what follows ``graph``'s watermark, storing each snapshot as it comes (the
+        graph learns each one) and yielding it once stored. Raises what the extraction raises."""
+        # the snapshots cover what follows the watermark: only those entries are counted
+        tokens = entry_tokens([e for e in entries if e.id > graph.watermark])
+        async for extracted in extractor.iter_extract(entries, tape=tape, memory=graph):
+            # the store leaves out what a purge erased, even one made since the graph was read
+            kept = await snapshots.append(extracted, memory=graph)
+            graph.add(kept)
+            pace = ExtractionPace.of([extracted], entries, tokens=tokens)
+            self._pace[tape] = self._pace.get(tape, ExtractionPace()) + pace
+            self.stats["snapshots"] += 1
+            yield kept
+
+    def _give_up(self, tape: str, extractor: Extractor, failure: ExtractionError) -> Snapshot | None:
+        """The snapshot that stores the window ``failure`` happened on with nothing kept, once that
+        window has failed ``policy.failed_window_tries`` runs in a row; None while it has runs left.
+
+        Counted in this process: a restart gives the window its runs again.
+        """
+        limit = self.policy.failed_window_tries
+        if failure.window is None or limit < 1:
+            return None
+        first, last = failure.window
+        earlier_first, runs = self._failing_window.get(tape, (first, 0))
+        runs = runs + 1 if earlier_first == first else 1
+        if runs < limit:
+            self._failing_window[tape] = (first, runs)
+            return None
+        self._failing_window.pop(tape, None)
+        self.stats["windows_given_up"] += 1
+        logger.warning(
+            "semantic memory: tape %s: entries %d-%d failed %d runs in a row, every answer breaking the "
+            "rules; stored with nothing kept, so the memory goes on past them: %s",
+            tape,
+            first,
+            last,
+            runs,
+            failure.reason,
+        )
+        return extractor.given_up(failure, tape=tape)
 
     async def _log_lag(self, tape: str, store: TapeStore | AsyncTapeStore, watermark: int) -> None:
         """Say what waits after an extraction (turns that arrived meanwhile), for a user of a slow

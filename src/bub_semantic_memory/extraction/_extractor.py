@@ -184,7 +184,7 @@ class Extractor:
             too_much = isinstance(exc, OutputTruncatedError) or exc.too_many_items
             halves = window.split() if too_much else None
             if halves is None or depth >= _MAX_SPLIT_DEPTH:
-                raise _charged(exc, carried) from exc.__cause__
+                raise _failed(exc, window, carried) from exc.__cause__
             logger.info(
                 "too much to extract at once from entries %d-%d; extracting each half",
                 window.first_entry_id,
@@ -203,7 +203,7 @@ class Extractor:
                     yield part
             return
         except ExtractionError as exc:
-            raise _charged(exc, carried) from exc.__cause__
+            raise _failed(exc, window, carried) from exc.__cause__
         if carried is not None:
             snapshot = snapshot.model_copy(update={"usage": snapshot.usage + carried})
         yield snapshot
@@ -249,6 +249,28 @@ class Extractor:
             relations=tuple(relations),
             facts=tuple(self._redacted_fact(f) for f in facts),
             dropped=tuple(self.redactor(reason) for reason in ledger.dropped),
+        )
+
+    def given_up(self, failure: ExtractionError, *, tape: str) -> Snapshot:
+        """The window ``failure`` happened on, stored as extracted with nothing kept and why in
+        ``dropped``: for a window whose answers keep breaking the rules, so that the memory goes on
+        past it rather than asking about it again on every turn (the caller decides when).
+
+        Raises:
+            ValueError: ``failure`` does not say which window failed.
+        """
+        if failure.window is None:
+            raise ValueError(f"the failure names no window to give up: {failure}")
+        first, last = failure.window
+        return Snapshot(
+            tape=tape,
+            first_entry_id=first,
+            last_entry_id=last,
+            prompt=self.prompt.ref,
+            model=self.model,
+            mode=self.mode,
+            usage=failure.usage,
+            dropped=(self.redactor(f"given up, nothing kept: {failure.reason}"),),
         )
 
     def _redacted(self, entity: Entity) -> Entity:
@@ -626,9 +648,11 @@ def _cut_json(cause: BaseException | None) -> bool:
     return any(e.get("type") == "json_invalid" and "EOF while parsing" in str(e.get("msg")) for e in errors)
 
 
-def _charged(error: ExtractionError, carried: Usage | None) -> ExtractionError:
-    """``error`` with the cost of the truncated attempts that led to it added to its usage."""
-    return error if carried is None else error.charged(carried)
+def _failed(error: ExtractionError, window: Window, carried: Usage | None) -> ExtractionError:
+    """``error`` as the window's failure: the window named, and the cost of the truncated attempts
+    that led to it added to its usage."""
+    charged = error if carried is None else error.charged(carried)
+    return charged.on_window(window.first_entry_id, window.last_entry_id)
 
 
 def _summarise(cause: BaseException | None) -> str:

@@ -153,6 +153,15 @@ class SemanticMemorySettings(bub.Settings):
         ge=0,
         description="Seconds to wait after a failed extraction before trying that tape again.",
     )
+    failed_window_tries: int = Field(
+        default=MemoryPolicy.failed_window_tries,
+        ge=0,
+        description=(
+            "Runs in a row a window may fail because the model's answers broke every rule before it is "
+            "stored with nothing kept (why in the snapshot, a warning logged), so the memory goes on "
+            "past it; 0: retry it for as long as it fails."
+        ),
+    )
     max_concurrent: int = Field(
         default=MemoryPolicy.max_concurrent, ge=1, description="Extractions running at once across sessions."
     )

@@ -18,6 +18,7 @@ from bub_semantic_memory.testing import (
     RecordedRequest,
     Reply,
     status_reply,
+    tool_call_reply,
 )
 from tests.evals.extraction.test_runner import FAST
 
@@ -129,3 +130,29 @@ async def test_a_tape_the_plugin_cannot_finish_fails_its_fixture_with_what_was_e
     assert not result.ok and "unextracted" in (result.error or "")
     assert [(s.first_entry_id, s.last_entry_id) for s in result.snapshots] == [(1, users[6] - 1)]
     assert report.runs[0].metrics.entities.recall == pytest.approx(6 / 7)
+
+
+async def test_a_last_window_whose_answers_keep_breaking_the_rules_is_given_up_as_the_plugin_would(
+    lunch_fixture: Fixture, tmp_path: Path
+) -> None:
+    prompt = PromptLibrary().load("extract@2")
+    users = _user_message_ids(lunch_fixture)
+    oracle = OracleResponder.from_golds([lunch_fixture.gold])
+
+    def breaks_the_rules_on_the_last_window(request: RecordedRequest) -> Reply:
+        if users[12] in request.transcript_entry_ids():  # the window the shutdown extracts
+            return tool_call_reply("Extraction", '{"entities": "none"}')  # nothing in it can be kept
+        return oracle(request)
+
+    with FakeOpenAIServer(responder=breaks_the_rules_on_the_last_window) as server:
+        report = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+    result = report.runs[0].fixtures[0]
+    last = max(e.id for e in lunch_fixture.entries())
+    assert result.ok, result.error  # the tape is covered to its end
+    *extracted, given_up = result.snapshots
+    assert (given_up.first_entry_id, given_up.last_entry_id, given_up.entities) == (users[12], last, ())
+    assert given_up.dropped[0].startswith("given up, nothing kept")
+    assert [(s.first_entry_id, s.last_entry_id) for s in extracted] == [
+        (1, users[6] - 1),
+        (users[6], users[12] - 1),
+    ]

@@ -60,7 +60,8 @@ async def replay_as_plugin(
     Each extraction finishes before the next turn is appended (in the plugin it runs beside
     the agent and may take in a turn more). A failed extraction is tried again at the next
     turn, not after the plugin's cooldown in seconds, and what is left at the end is extracted
-    as at shutdown. ``extractor`` is not closed: its backend may serve other tapes.
+    as at shutdown; when that fails, as by the plugin's later runs, until a window that keeps
+    failing is given up (``failed_window_tries``). ``extractor`` is not closed: its backend may serve other tapes.
 
     Args:
         policy: the cadence to replay (default: the plugin's); its cooldown is set to 0 and
@@ -79,8 +80,12 @@ async def replay_as_plugin(
         appended = end
         service.schedule(tape, store)
         await asyncio.gather(*service.running())
-    service.schedule(tape, store, force=True)  # shutdown: what the cadence deferred
-    await asyncio.gather(*service.running())
+    for _ in range(max(1, cadence.failed_window_tries)):  # shutdown, and later runs while one fails
+        failures = service.stats["extraction_failures"]
+        service.schedule(tape, store, force=True)  # what the cadence deferred
+        await asyncio.gather(*service.running())
+        if service.stats["extraction_failures"] == failures:
+            break
     snapshots, _ = await SnapshotStore(store).load(tape)
     watermark = (await service.load(tape, store)).watermark
     last = max((e.id for e in entries), default=0)
