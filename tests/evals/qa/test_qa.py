@@ -19,6 +19,7 @@ from bub_semantic_memory.evals.qa._contexts import (
     snapshots_of,
     tape_search_context,
 )
+from bub_semantic_memory.evals.qa._run import ANSWER_PROMPT
 from bub_semantic_memory.evals.reports._qa import _pct_with_interval, to_markdown
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
@@ -379,6 +380,31 @@ async def test_a_replay_reads_cached_answers_opens_no_model_and_counts_what_is_m
     # 'none' was never answered: its two contexts are missing, not scored as wrong
     assert replayed.accuracy("none").n == 0 and replayed.unanswered() == 2
     assert "2 context(s) had no cached answer" in to_markdown(replayed)
+
+
+async def test_answers_to_another_answering_prompt_are_asked_anew_and_cached_apart(
+    fixture: Fixture, tmp_path: Path
+) -> None:
+    from bub_semantic_memory.backends._transport import OpenAIBackend
+
+    options = {"ontology": ONTOLOGY, "cache_dir": tmp_path / "cache", "answer_model_name": "m"}
+    other = "Answer in one word."
+    with FakeOpenAIServer(responder=answering) as server:
+        backend = OpenAIBackend(base_url=server.base_url, api_key="k")
+        await run_qa([fixture], QAOptions(**options, conditions=("bm25",), answer_model=backend))  # type: ignore[arg-type]
+        asked = len(server.requests)
+        report = await run_qa(
+            [fixture],
+            QAOptions(**options, conditions=("bm25",), answer_model=backend, answer_prompt=other),  # type: ignore[arg-type]
+        )
+        await backend.aclose()
+        assert len(server.requests) == 2 * asked  # nothing answered under the first prompt was reused
+        assert {r.messages[0]["content"] for r in server.requests[asked:]} == {other}
+    assert report.answer_prompt == other
+    replayed = await run_qa([fixture], QAOptions(**options, conditions=("bm25",), replay=True))  # type: ignore[arg-type]
+    assert (
+        replayed.unanswered() == 0 and replayed.answer_prompt == ANSWER_PROMPT
+    )  # the first prompt's answers
 
 
 def test_eval_qa_replay_exits_1_when_an_answer_is_not_cached(fixture: Fixture, tmp_path: Path) -> None:

@@ -61,7 +61,8 @@ async def replay_as_plugin(
     the agent and may take in a turn more). A failed extraction is tried again at the next
     turn, not after the plugin's cooldown in seconds, and what is left at the end is extracted
     as at shutdown; when that fails, as by the plugin's later runs, until a window that keeps
-    failing is given up (``failed_window_tries``). ``extractor`` is not closed: its backend may serve other tapes.
+    failing is given up (``failed_window_tries``). ``extractor`` is not closed: its backend may
+    serve other tapes.
 
     Args:
         policy: the cadence to replay (default: the plugin's); its cooldown is set to 0 and

@@ -91,6 +91,8 @@ class QAOptions:
             that lived for months, where the budget has to choose.
         progress: called after each question with the questions done and their total (a
             LoCoMo split is 800 questions and minutes of work even without a model).
+        answer_prompt: the answering model's system message (part of each cached answer's key,
+            so answers to another prompt are kept apart).
     """
 
     ontology: Ontology
@@ -107,6 +109,7 @@ class QAOptions:
     distractors: int = 0
     passage_share: float | None = None
     progress: Callable[[int, int], None] | None = None
+    answer_prompt: str = ANSWER_PROMPT
 
 
 async def _contexts(fixture: Fixture, question: Question, options: QAOptions) -> list[Context]:
@@ -204,8 +207,8 @@ class _AnswerCache:
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
 
-    def key(self, model: str, context: str, question: str) -> str:
-        material = json.dumps([model, ANSWER_PROMPT, context, question], ensure_ascii=False)
+    def key(self, model: str, prompt: str, context: str, question: str) -> str:
+        material = json.dumps([model, prompt, context, question], ensure_ascii=False)
         return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
     def get(self, key: str) -> str | None:
@@ -239,14 +242,14 @@ async def _answer(
     from the cache."""
     if options.answer_model is None and not options.replay:
         return None, False
-    key = cache.key(options.answer_model_name, context.text, question.question)
+    key = cache.key(options.answer_model_name, options.answer_prompt, context.text, question.question)
     cached = cache.get(key)
     if cached is not None:
         return cached, True
     if options.answer_model is None:
         return None, False
     user = f"Context:\n{context.text or '(none)'}\n\nQuestion: {question.question}"
-    messages = [{"role": "system", "content": ANSWER_PROMPT}, {"role": "user", "content": user}]
+    messages = [{"role": "system", "content": options.answer_prompt}, {"role": "user", "content": user}]
     ledger = CallLedger(RetryPolicy(deadline_s=900.0, request_timeout_s=600.0))
     backend = options.answer_model
     response = await send_with_retries(
@@ -315,7 +318,7 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
         conditions=list(options.conditions),
         memory_source=options.memory_source,
         answer_model=options.answer_model_name or None,
-        answer_prompt=ANSWER_PROMPT if options.answer_model is not None or options.replay else None,
+        answer_prompt=options.answer_prompt if options.answer_model is not None or options.replay else None,
         replayed=options.replay,
         judge=(
             "correct when the answer holds the gold or an accepted form as whole words (case, accents and "
