@@ -188,6 +188,27 @@ async def test_a_window_whose_answers_keep_breaking_the_rules_is_given_up_and_th
     assert graph is not None and graph.watermark == 8 and graph.entity("person:maya-lin") is not None
 
 
+async def test_a_growing_window_gives_up_only_the_entries_every_failing_run_held(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    bad = tool_call_reply("Extraction", '{"entities": "none"}')
+    config = ExtractorConfig(
+        model="m", base_url=fake_openai.base_url, api_key="k", prompt="extract@1", retry=FAST
+    )
+    memory = service(Extractor(config), retry_cooldown=0.0, failed_window_tries=2)  # type: ignore[arg-type]
+    store = InMemoryTapeStore()
+    user_turns(store, "Hi, I'm Ana Lima.", "I live in Faro.")
+    fake_openai.enqueue(bad, bad, bad)
+    await end_of_turn(memory, store)  # entries 1-4 fail once
+    user_turns(store, "Hi, I'm Maya Lin.", "I live in Lisbon.")
+    fake_openai.enqueue(bad, bad, bad, tool_call_reply("Extraction", MAYA))
+    await end_of_turn(memory, store)  # entries 1-8 fail: 1-4 failed twice, 5-8 once
+    assert [request.transcript_entry_ids()[0] for request in fake_openai.requests[::3]] == [1, 1, 5]
+    stored = sorted((await SnapshotStore(store).load(TAPE))[0], key=lambda s: s.first_entry_id)
+    assert [(s.first_entry_id, s.last_entry_id, len(s.entities)) for s in stored] == [(1, 4, 0), (5, 8, 1)]
+    assert memory.stats["windows_given_up"] == 1
+
+
 async def test_a_reset_tape_is_extracted_again_from_its_first_entry_and_the_old_memory_is_gone() -> None:
     store, extractor = InMemoryTapeStore(), ScriptedExtractor()
     memory = service(extractor)

@@ -369,24 +369,40 @@ async def test_validation_that_never_succeeds_raises_with_the_usage(fake_openai:
     assert "attempts=3" in str(error)
 
 
-async def test_a_window_that_keeps_failing_is_named_and_can_be_given_up_with_why(
-    fake_openai: FakeOpenAIServer,
-) -> None:
+async def test_a_failed_window_is_named_and_can_be_given_up_with_why(fake_openai: FakeOpenAIServer) -> None:
     bad = tool_call_reply("Extraction", '{"entities": "none"}')
-    fake_openai.enqueue(bad, bad, bad)
+    fake_openai.enqueue(bad, bad, bad, good())
     async with extractor(fake_openai) as ex:
         with pytest.raises(ValidationExhaustedError) as caught:
             await ex.extract(ENTRIES, tape="t")
         given_up = ex.given_up(caught.value, tape="t")
+        narrowed = ex.given_up(caught.value, tape="t", last_entry_id=2)
+        [extracted] = await ex.extract(ENTRIES, tape="t")
     assert caught.value.window == (1, 4)
-    assert (given_up.first_entry_id, given_up.last_entry_id) == (1, 4)
+    assert (given_up.first_entry_id, given_up.last_entry_id) == (1, 4) and narrowed.last_entry_id == 2
     assert (given_up.entities, given_up.relations, given_up.facts) == ((), (), ())
-    assert given_up.usage == caught.value.usage and given_up.usage.requests == 3  # its cost is kept
+    assert given_up.usage.requests == 3  # what the failed attempts cost
     [why] = given_up.dropped
     assert why.startswith("given up, nothing kept: no valid extraction after 3 attempt(s)")
-    assert given_up.prompt == ex.prompt.ref and given_up.model == "fake-model"
+    assert given_up.id != extracted.id  # a real extraction of the same entries is not taken for it
     with pytest.raises(ValueError, match="names no window"):
         ex.given_up(ExtractionError("no window"), tape="t")
+
+
+async def test_a_failing_half_of_a_split_window_is_named_by_its_own_entries(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    entries = [
+        Entry(1, "message", {"role": "user", "content": "Alice Chen works on Project Apollo."}),
+        Entry(2, "message", {"role": "user", "content": "Bruno Costa works on Project Hermes."}),
+    ]
+    bad = tool_call_reply("Extraction", '{"entities": "none"}')
+    cut = length_reply('{"entities": [{"name": "Ali', "Extraction")
+    fake_openai.enqueue(cut, bad, bad, bad)  # cut: extracted in halves, of which the first fails
+    async with extractor(fake_openai) as ex:
+        with pytest.raises(ValidationExhaustedError) as caught:
+            await ex.extract(entries, tape="t")
+    assert caught.value.window == (1, 1)  # the half, not the whole window (1, 2)
 
 
 async def test_429_with_retry_after_is_honoured(fake_openai: FakeOpenAIServer) -> None:

@@ -49,13 +49,16 @@ class MemoryPolicy:
             None: the backend's default.
         max_concurrent: extractions running at once across tapes.
         retry_cooldown: seconds before a tape whose extraction failed is tried again.
-        failed_window_tries: runs in a row a window may fail because every answer of the model
-            broke the rules, with nothing in it valid, before it is stored as extracted with
-            nothing kept (its reasons in the snapshot's ``dropped``, a warning logged), so the
-            memory goes on past it; 0: retried for as long as it fails. A model at temperature 0
-            gives a full window the same answer every time, so retrying it only costs requests;
-            its lines stay in the tape, where the note's quoted lines find them. Transport
-            failures and cut answers are always retried.
+        failed_window_tries: runs in a row (counted in this process) a window may fail because
+            every answer of the model broke a rule, with nothing in it valid, before the entries
+            every such run held are stored as extracted with nothing kept (the reason in the
+            snapshot's ``dropped``, a warning logged), so the memory goes on past them; 0: retried
+            for as long as they fail. The default gives up at the first such run: the re-asks have
+            already shown the model its errors, a model at temperature 0 answers the same window the
+            same way again, and a ``bub run`` (or a catch-up process) is one run, so a count above
+            1 is reached only by a process that lives for many turns. The lines stay in the tape,
+            where the note's quoted lines find them. Transport failures, cut answers and answers
+            with more items than the schema allows are always retried.
         checkpoint_every: store a checkpoint after this many new snapshots (0: never).
         passage_share: the share of ``budget`` the transcript lines that match the latest
             message best may take, shown after the facts (0: facts only). The facts get what the
@@ -69,7 +72,7 @@ class MemoryPolicy:
     min_new_tokens: int | None = None
     max_concurrent: int = 2
     retry_cooldown: float = 30.0
-    failed_window_tries: int = 2
+    failed_window_tries: int = 1
     checkpoint_every: int = 200
     passage_share: float = DEFAULT_PASSAGE_SHARE
     max_agent_forgets: int = 3

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
-from bub_semantic_memory._errors import ExtractionError, ValidationExhaustedError
+from bub_semantic_memory._errors import ValidationExhaustedError
 from bub_semantic_memory.agent._lag import (
     ExtractionLag,
     ExtractionPace,
@@ -87,7 +87,7 @@ class ExtractionScheduler:
         self._deferred: dict[str, TapeStore | AsyncTapeStore] = {}
         self._outlived_reset: dict[str, int] = {}  # tape -> watermark of a memory its reset left in place
         self._pace: dict[str, ExtractionPace] = {}  # tape -> its extractions timed in this process
-        self._failing_window: dict[str, tuple[int, int]] = {}  # tape -> (first entry, runs it failed)
+        self._failing_window: dict[str, tuple[int, int, int]] = {}  # tape -> (first, last entry, runs failed)
         self._semaphore: asyncio.Semaphore | None = None
 
     @property
@@ -191,24 +191,43 @@ class ExtractionScheduler:
             return 0
         self._deferred.pop(tape, None)
         stored = 0
-        while True:
-            try:
-                async for _ in self._store_extractions(tape, extractor, entries, graph, snapshots):
+        try:
+            while True:
+                try:
+                    async for _ in self._store_extractions(tape, extractor, entries, graph, snapshots):
+                        stored += 1
+                    break
+                except ValidationExhaustedError as exc:
+                    given_up = self._give_up(tape, extractor, exc)
+                    if given_up is None:
+                        raise
+                    graph.add(await snapshots.append(given_up, memory=graph))  # and on past it
                     stored += 1
-                break
-            except ValidationExhaustedError as exc:
-                given_up = self._give_up(tape, extractor, exc)
-                if given_up is None:
-                    raise
-                graph.add(await snapshots.append(given_up, memory=graph))  # and on past it
-                stored += 1
+        except Exception:
+            if stored:  # what was stored before the failure is kept: finish its bookkeeping
+                with contextlib.suppress(Exception):
+                    await self._after_storing(tape, store, snapshots, graph, entries, stored)
+            raise
+        self._failing_window.pop(tape, None)
+        await self._after_storing(tape, store, snapshots, graph, entries, stored)
+        return stored
+
+    async def _after_storing(
+        self,
+        tape: str,
+        store: TapeStore | AsyncTapeStore,
+        snapshots: SnapshotStore,
+        graph: MemoryGraph,
+        entries: Sequence[Any],
+        stored: int,
+    ) -> None:
+        """A run's bookkeeping: the renders prepared, a checkpoint when due, what still waits logged."""
         if any(erasure.id not in graph.edits for erasure in snapshots.erasures_read.get(tape, ())):
             graph = await self.memories.reload(tape, store)  # purged meanwhile: the loaded memory held it
         self.memories.prepare_renders(tape, graph, entries, stored=stored > 0)
         if stored:
             await self._checkpoint_if_due(tape, snapshots, stored)
             await self._log_lag(tape, store, graph.watermark)
-        return stored
 
     async def _store_extractions(
         self,
@@ -231,33 +250,39 @@ class ExtractionScheduler:
             self.stats["snapshots"] += 1
             yield kept
 
-    def _give_up(self, tape: str, extractor: Extractor, failure: ExtractionError) -> Snapshot | None:
-        """The snapshot that stores the window ``failure`` happened on with nothing kept, once that
-        window has failed ``policy.failed_window_tries`` runs in a row; None while it has runs left.
+    def _give_up(self, tape: str, extractor: Extractor, failure: ValidationExhaustedError) -> Snapshot | None:
+        """The snapshot that stores the entries ``failure``'s window began with, with nothing kept,
+        once runs starting there have failed ``policy.failed_window_tries`` times in a row; None
+        while they have runs left, and for an answer that listed more items than the schema allows
+        (its items were never checked: that is not an answer with nothing valid in it).
 
-        Counted in this process: a restart gives the window its runs again.
+        The entries given up are those every failing run held: a tape's last window grows between
+        runs. Counted in this process: a restart gives the window its runs again.
         """
         limit = self.policy.failed_window_tries
-        if failure.window is None or limit < 1:
+        if failure.window is None or failure.too_many_items or limit < 1:
             return None
         first, last = failure.window
-        earlier_first, runs = self._failing_window.get(tape, (first, 0))
-        runs = runs + 1 if earlier_first == first else 1
+        earlier_first, earlier_last, runs = self._failing_window.get(tape, (first, last, 0))
+        if earlier_first == first:
+            last, runs = min(last, earlier_last), runs + 1
+        else:
+            runs = 1
         if runs < limit:
-            self._failing_window[tape] = (first, runs)
+            self._failing_window[tape] = (first, last, runs)
             return None
         self._failing_window.pop(tape, None)
         self.stats["windows_given_up"] += 1
         logger.warning(
-            "semantic memory: tape %s: entries %d-%d failed %d runs in a row, every answer breaking the "
-            "rules; stored with nothing kept, so the memory goes on past them: %s",
+            "semantic memory: tape %s: entries %d-%d failed %d run(s) in a row, every answer breaking a "
+            "rule; stored with nothing kept, so the memory goes on past them: %s",
             tape,
             first,
             last,
             runs,
             failure.reason,
         )
-        return extractor.given_up(failure, tape=tape)
+        return extractor.given_up(failure, tape=tape, last_entry_id=last)
 
     async def _log_lag(self, tape: str, store: TapeStore | AsyncTapeStore, watermark: int) -> None:
         """Say what waits after an extraction (turns that arrived meanwhile), for a user of a slow
@@ -291,6 +316,7 @@ class ExtractionScheduler:
         skip every new entry up to its old watermark.
         """
         self.stats["tape_resets"] += 1
+        self._failing_window.pop(tape, None)  # its entry ids count again from 1
         graph = await self.memories.reload(tape, store)
         if graph.watermark >= watermark:
             self._outlived_reset[tape] = graph.watermark  # reading it again each turn would change nothing

@@ -23,6 +23,7 @@ JSON that ends mid-way) is extracted again in halves of the window.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -251,10 +252,17 @@ class Extractor:
             dropped=tuple(self.redactor(reason) for reason in ledger.dropped),
         )
 
-    def given_up(self, failure: ExtractionError, *, tape: str) -> Snapshot:
+    def given_up(self, failure: ExtractionError, *, tape: str, last_entry_id: int | None = None) -> Snapshot:
         """The window ``failure`` happened on, stored as extracted with nothing kept and why in
         ``dropped``: for a window whose answers keep breaking the rules, so that the memory goes on
         past it rather than asking about it again on every turn (the caller decides when).
+
+        Args:
+            last_entry_id: where to stop instead of the window's end (earlier failing runs held
+                fewer entries: the last window of a tape grows with it).
+
+        Its id is not an extraction's of the same entries: another process's real snapshot of
+        them is folded beside it, not taken for it.
 
         Raises:
             ValueError: ``failure`` does not say which window failed.
@@ -262,16 +270,18 @@ class Extractor:
         if failure.window is None:
             raise ValueError(f"the failure names no window to give up: {failure}")
         first, last = failure.window
-        return Snapshot(
+        snapshot = Snapshot(
             tape=tape,
             first_entry_id=first,
-            last_entry_id=last,
+            last_entry_id=min(last, last_entry_id) if last_entry_id is not None else last,
             prompt=self.prompt.ref,
             model=self.model,
             mode=self.mode,
             usage=failure.usage,
             dropped=(self.redactor(f"given up, nothing kept: {failure.reason}"),),
         )
+        marked = hashlib.sha256(f"{snapshot.id}|given up".encode()).hexdigest()[: len(snapshot.id)]
+        return snapshot.model_copy(update={"id": marked})
 
     def _redacted(self, entity: Entity) -> Entity:
         """The model only saw redacted text, but a secret must never be stored even if one slips through."""

@@ -157,9 +157,9 @@ class SemanticMemorySettings(bub.Settings):
         default=MemoryPolicy.failed_window_tries,
         ge=0,
         description=(
-            "Runs in a row a window may fail because the model's answers broke every rule before it is "
-            "stored with nothing kept (why in the snapshot, a warning logged), so the memory goes on "
-            "past it; 0: retry it for as long as it fails."
+            "Runs in a row (in this process) a window may fail because every answer of the model broke "
+            "a rule before it is stored with nothing kept (why in the snapshot, a warning logged), so "
+            "the memory goes on past it; 0: retry it for as long as it fails."
         ),
     )
     max_concurrent: int = Field(

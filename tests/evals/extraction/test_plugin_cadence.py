@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.evals import Fixture, load_fixtures
 from bub_semantic_memory.evals.extraction import RunOptions, run_eval
 from bub_semantic_memory.evals.reports import to_markdown
@@ -132,8 +134,9 @@ async def test_a_tape_the_plugin_cannot_finish_fails_its_fixture_with_what_was_e
     assert report.runs[0].metrics.entities.recall == pytest.approx(6 / 7)
 
 
+@pytest.mark.parametrize("tries", [1, 2])
 async def test_a_last_window_whose_answers_keep_breaking_the_rules_is_given_up_as_the_plugin_would(
-    lunch_fixture: Fixture, tmp_path: Path
+    lunch_fixture: Fixture, tmp_path: Path, tries: int
 ) -> None:
     prompt = PromptLibrary().load("extract@2")
     users = _user_message_ids(lunch_fixture)
@@ -145,10 +148,15 @@ async def test_a_last_window_whose_answers_keep_breaking_the_rules_is_given_up_a
         return oracle(request)
 
     with FakeOpenAIServer(responder=breaks_the_rules_on_the_last_window) as server:
-        report = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+        options = dataclasses.replace(
+            _options(server, tmp_path, "plugin"), policy=MemoryPolicy(failed_window_tries=tries)
+        )
+        report = await run_eval([lunch_fixture], [prompt], options)
+        asked_last = sum(users[12] in r.transcript_entry_ids() for r in server.requests)
     result = report.runs[0].fixtures[0]
     last = max(e.id for e in lunch_fixture.entries())
     assert result.ok, result.error  # the tape is covered to its end
+    assert asked_last == 3 * tries  # an answer and two re-asks each run: runs after shutdown until given up
     *extracted, given_up = result.snapshots
     assert (given_up.first_entry_id, given_up.last_entry_id, given_up.entities) == (users[12], last, ())
     assert given_up.dropped[0].startswith("given up, nothing kept")

@@ -19,7 +19,6 @@ from bub_semantic_memory.evals.qa._contexts import (
     snapshots_of,
     tape_search_context,
 )
-from bub_semantic_memory.evals.qa._run import ANSWER_PROMPT
 from bub_semantic_memory.evals.reports._qa import _pct_with_interval, to_markdown
 from bub_semantic_memory.extraction._prompts import PromptLibrary
 from bub_semantic_memory.tape._transcript import Entry, render_transcript
@@ -387,24 +386,34 @@ async def test_answers_to_another_answering_prompt_are_asked_anew_and_cached_apa
 ) -> None:
     from bub_semantic_memory.backends._transport import OpenAIBackend
 
+    other = "Answer in capitals."
+
+    def by_prompt(request: RecordedRequest) -> Reply:
+        reply = answering(request)
+        return text_reply("LISBON") if request.messages[0]["content"] == other else reply
+
     options = {"ontology": ONTOLOGY, "cache_dir": tmp_path / "cache", "answer_model_name": "m"}
-    other = "Answer in one word."
-    with FakeOpenAIServer(responder=answering) as server:
+    conditions = ("bm25",)
+    with FakeOpenAIServer(responder=by_prompt) as server:
         backend = OpenAIBackend(base_url=server.base_url, api_key="k")
-        await run_qa([fixture], QAOptions(**options, conditions=("bm25",), answer_model=backend))  # type: ignore[arg-type]
-        asked = len(server.requests)
-        report = await run_qa(
-            [fixture],
-            QAOptions(**options, conditions=("bm25",), answer_model=backend, answer_prompt=other),  # type: ignore[arg-type]
-        )
-        await backend.aclose()
+        try:
+            first = await run_qa([fixture], QAOptions(**options, conditions=conditions, answer_model=backend))  # type: ignore[arg-type]
+            asked = len(server.requests)
+            await run_qa(
+                [fixture],
+                QAOptions(**options, conditions=conditions, answer_model=backend, answer_prompt=other),  # type: ignore[arg-type]
+            )
+        finally:
+            await backend.aclose()
         assert len(server.requests) == 2 * asked  # nothing answered under the first prompt was reused
-        assert {r.messages[0]["content"] for r in server.requests[asked:]} == {other}
-    assert report.answer_prompt == other
-    replayed = await run_qa([fixture], QAOptions(**options, conditions=("bm25",), replay=True))  # type: ignore[arg-type]
-    assert (
-        replayed.unanswered() == 0 and replayed.answer_prompt == ANSWER_PROMPT
-    )  # the first prompt's answers
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 2 * asked
+    replayed = await run_qa(
+        [fixture],
+        QAOptions(**options, conditions=conditions, replay=True, answer_prompt=other),  # type: ignore[arg-type]
+    )
+    assert replayed.unanswered() == 0 and replayed.answer_prompt == other
+    answers = {o.answer for item in replayed.items for o in item.outcomes}
+    assert answers == {"LISBON"} and {o.answer for item in first.items for o in item.outcomes} != answers
 
 
 def test_eval_qa_replay_exits_1_when_an_answer_is_not_cached(fixture: Fixture, tmp_path: Path) -> None:

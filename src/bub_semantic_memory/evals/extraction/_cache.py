@@ -99,6 +99,7 @@ class CachedFailure(BaseModel):
             return None
         details = error.details()
         details.pop("last_output")
+        details.pop("window")  # where in the tape is the run's to say, not the answer's
         return cls(error_type=cast("CacheableFailure", name), reason=error.reason, **details)
 
     def error(self) -> ExtractionError:

@@ -47,6 +47,21 @@ class Replayed:
     uncovered_after: int | None
 
 
+async def _flush_until_done(
+    service: MemoryService, store: Any, tape: str, *, runs_without_progress: int
+) -> None:
+    """Extract what is left as at shutdown and, while that fails, again as the plugin's later runs
+    would, until a run fails without moving the watermark ``runs_without_progress`` times in a row."""
+    stalled = 0
+    while stalled < runs_without_progress:
+        failures, before = service.stats["extraction_failures"], (await service.load(tape, store)).watermark
+        service.schedule(tape, store, force=True)
+        await asyncio.gather(*service.running())
+        if service.stats["extraction_failures"] == failures:
+            return
+        stalled = 0 if (await service.load(tape, store)).watermark > before else stalled + 1
+
+
 async def replay_as_plugin(
     entries: Sequence[Entry],
     extractor: Extractor,
@@ -60,9 +75,9 @@ async def replay_as_plugin(
     Each extraction finishes before the next turn is appended (in the plugin it runs beside
     the agent and may take in a turn more). A failed extraction is tried again at the next
     turn, not after the plugin's cooldown in seconds, and what is left at the end is extracted
-    as at shutdown; when that fails, as by the plugin's later runs, until a window that keeps
-    failing is given up (``failed_window_tries``). ``extractor`` is not closed: its backend may
-    serve other tapes.
+    as at shutdown; when that fails, again as by the plugin's later runs, while they make progress
+    (a window that keeps failing is given up after ``failed_window_tries`` runs). ``extractor``
+    is not closed: its backend may serve other tapes.
 
     Args:
         policy: the cadence to replay (default: the plugin's); its cooldown is set to 0 and
@@ -81,12 +96,7 @@ async def replay_as_plugin(
         appended = end
         service.schedule(tape, store)
         await asyncio.gather(*service.running())
-    for _ in range(max(1, cadence.failed_window_tries)):  # shutdown, and later runs while one fails
-        failures = service.stats["extraction_failures"]
-        service.schedule(tape, store, force=True)  # what the cadence deferred
-        await asyncio.gather(*service.running())
-        if service.stats["extraction_failures"] == failures:
-            break
+    await _flush_until_done(service, store, tape, runs_without_progress=max(1, cadence.failed_window_tries))
     snapshots, _ = await SnapshotStore(store).load(tape)
     watermark = (await service.load(tape, store)).watermark
     last = max((e.id for e in entries), default=0)

@@ -171,6 +171,7 @@ class _PromptRunner:
         if self.options.cadence == "plugin":  # other windows, other answers
             policy = self.options.policy or MemoryPolicy()
             extra["cadence"] = dataclasses.asdict(policy.cadence(ex.traits, ex.chunk_tokens))
+            extra["failed_window_tries"] = policy.failed_window_tries  # a window given up, or retried
         return cache_key(
             **substituted,
             **extra,
