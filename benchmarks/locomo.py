@@ -47,8 +47,9 @@ ANSWERED: dict[str, tuple[str, ...]] = {
     "tune": ("none", "memory", "bm25", "tape-search"),
 }
 """The conditions the embedded model answers, per split: about 9 s per context of the plugin's
-budget on 2 cores (``make replay`` fails when one of them has no committed answer). The whole conversation (about 4,000 tokens a question, over a minute each) is
-left out: its context recall is shown, its answers are not."""
+budget on 2 cores (``make replay`` fails when one of them has no committed answer). The whole
+conversation (about 4,000 tokens a question, over a minute each) is left out: its context recall
+is shown, its answers are not."""
 GOALS = (  # memory − bm25, word-level context recall (issue 49's goals on the test conversations)
     (None, "categories 1-4", 0.10),
     ("2 temporal", "temporal", 0.40),
