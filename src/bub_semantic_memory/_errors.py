@@ -148,10 +148,8 @@ class ExtractionError(SemanticMemoryError):
         return type(self)(self.reason, **details)
 
     def on_window(self, first_entry_id: int, last_entry_id: int) -> Self:
-        """The same error, saying which window failed (kept when it already says so: the
-        innermost window, a half of a split one, is the one that failed)."""
-        if self.window is not None:
-            return self
+        """The same error, saying which window failed (the extractor names the innermost one:
+        a failing half of a split window propagates past its parent untouched)."""
         return type(self)(self.reason, **(self.details() | {"window": (first_entry_id, last_entry_id)}))
 
 
