@@ -556,6 +556,40 @@ def test_new_lines_are_indexed_as_they_come_and_a_changed_line_replaces_its_old_
     assert [p.text for p in index.passages("plumber")] == ["[11] user: The plumber comes on [redacted]."]
 
 
+def test_a_line_that_asks_brings_its_reply_though_the_reply_shares_no_word_with_the_question() -> None:
+    index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t"))
+    asked = "[21] assistant: Nice! Do you have any hobbies you love?"
+    reply = "[25] user: Besides writing, I enjoy reading and long walks."
+    told = "[30] user: My hobbies keep me busy."
+    index.refresh({**LINES, 21: asked, 25: reply, 30: told, 31: "[31] user: Reading is slow."})
+    found = [p.entry_id for p in index.passages("What are my hobbies?")]
+    assert found[found.index(21) + 1] == 25  # right after the line that asked
+    assert 31 not in found  # a line that does not ask brings nothing
+    replies_extra = [p.entry_id for p in index.passages("What are my hobbies?", limit=2)]
+    assert replies_extra == [30, 21, 25]  # the limit counts the lines that match
+    index.refresh({26: "[26] user: Oh, and hiking."})  # a line said later, between the two
+    found = [p.entry_id for p in index.passages("any hobbies you love")]
+    assert found[:2] == [21, 25]  # the line after 21 is still 25
+    assert [p.entry_id for p in index.passages("hobbies busy reading")].count(25) == 1  # once, though matched
+
+
+def test_a_reply_a_forget_hides_is_not_brought_by_the_line_that_asked() -> None:
+    from bub_semantic_memory.memory._edit_builder import forget_entity
+
+    before = MemoryGraph.fold(FACTS, ONTOLOGY, tape="t")
+    forgotten = forget_entity(before, LENA.key, at=30, by="test")
+    index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t", edits=[forgotten]))
+    index.refresh(
+        {
+            **LINES,
+            21: "[21] assistant: Where does your sister live now?",
+            25: "[25] user: Lena lives in Porto.",
+        }
+    )
+    found = [p.entry_id for p in index.passages("Where does my sister live?")]
+    assert 21 in found and 25 not in found
+
+
 def test_a_line_that_names_a_forgotten_entity_is_not_shown_unless_said_after_the_forget() -> None:
     from bub_semantic_memory.memory._edit_builder import forget_entity
 

@@ -24,6 +24,7 @@ refreshes after each extraction, off the agent's model calls.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import re
 import sqlite3
@@ -210,6 +211,7 @@ class MemoryIndex:
         self._lines: dict[int, str] = {}  # entry id -> transcript line, for evidence text
         self._dates: dict[int, str] = {}  # entry id -> its date
         self._last_line = 0
+        self._line_order: list[int] = []  # the entry ids of the lines, ascending: which line follows which
         self._new_lines: set[int] = set()  # entry ids of lines added or rewritten since the last refresh
         self._cites: dict[int, set[str]] = {}  # entry id -> documents whose evidence holds it
         self._frequencies: dict[tuple[str, str], int] = {}  # (table, word) -> rows holding it, until a change
@@ -393,6 +395,8 @@ class MemoryIndex:
                 "DELETE FROM lines WHERE rowid = ?", ((e,) for e in lines if e in self._lines)
             )
             self._db.executemany("INSERT INTO lines(rowid, text) VALUES (?, ?)", sorted(lines.items()))
+            for entry in sorted(e for e in lines if e not in self._lines):  # mostly appended at the end
+                bisect.insort(self._line_order, entry)
             self._lines.update(lines)
             self._new_lines.update(lines)
             self._last_line = max(self._last_line, *lines)
@@ -456,12 +460,7 @@ class MemoryIndex:
 
     def _quotable(self, evidence: Iterable[int]) -> list[int]:
         """The entries of :meth:`evidence_lines`, in entry order."""
-        edits = self.graph.edits
-        known = sorted(
-            entry
-            for entry in evidence
-            if entry in self._lines and not (edits and edits.hides_line(entry, self._lines[entry]))
-        )
+        known = sorted(entry for entry in evidence if entry in self._lines and not self._hidden(entry))
         return list(dict.fromkeys([*known[:1], *known[-1:]]))[:_EVIDENCE_LINES]
 
     def _bm25(self, question: str) -> list[str]:
@@ -508,12 +507,19 @@ class MemoryIndex:
             self._frequencies[key] = self._count(table, key[1])
 
     def passages(self, question: str, *, limit: int = 10) -> tuple[Passage, ...]:
-        """The transcript lines that match ``question`` best by BM25, best first (at most ``limit``).
+        """The transcript lines that match ``question`` best by BM25, best first (at most ``limit``),
+        each line that asks followed by its reply.
 
         The tape holds what extraction missed: a note that carries the best lines as well as
         the facts answers questions the facts alone cannot (see the memory-QA eval). Only
         words in more than 500 lines are left out, as too common to search for. A line that
         names a forgotten entity, said before the forget, is never returned.
+
+        A question in a conversation shares its words with a later question about the same thing
+        ("any hobbies you love?"), while the answer, in the next line, often shares none ("Besides
+        writing, I also enjoy reading"): so a line with a question mark brings the line after it.
+        On LoCoMo's tune conversations this raised the note's word-level recall of the answers
+        from 0.810 to 0.839 at the same budget (benchmarks section 10).
         """
         edits = self.graph.edits
         room = _CANDIDATES if edits else 0  # for lines a forget hides; without edits none is hidden
@@ -525,13 +531,25 @@ class MemoryIndex:
                 "SELECT rowid FROM lines WHERE lines MATCH ? ORDER BY bm25(lines), rowid LIMIT ?",
                 (match, limit + room),
             ).fetchall()
-            found = [
-                Passage(int(row[0]), self._lines[int(row[0])], self._dates.get(int(row[0]), ""))
-                for row in rows
-            ]
-        if not edits:
-            return tuple(found)
-        return tuple(p for p in found if not edits.hides_line(p.entry_id, p.text))[:limit]
+            shown = [int(row[0]) for row in rows if not self._hidden(int(row[0]))][:limit]
+            entries = dict.fromkeys(e for entry in shown for e in (entry, *self._reply_to(entry)))
+            return tuple(Passage(e, self._lines[e], self._dates.get(e, "")) for e in entries)
+
+    def _reply_to(self, entry: int) -> tuple[int, ...]:
+        """The line after ``entry``'s when ``entry``'s line asks something (and a forget does not
+        hide it). Called under the lock."""
+        if "?" not in self._lines[entry]:
+            return ()
+        position = bisect.bisect_right(self._line_order, entry)
+        if position == len(self._line_order):
+            return ()
+        reply = self._line_order[position]
+        return () if self._hidden(reply) else (reply,)
+
+    def _hidden(self, entry: int) -> bool:
+        """Whether a forget hides ``entry``'s line (a line the index holds)."""
+        edits = self.graph.edits
+        return bool(edits) and edits.hides_line(entry, self._lines[entry])
 
     def rank(self, question: str, *, limit: int = 20) -> Ranking:
         """The entities and facts ``question`` is about, best first (at most ``limit`` of each)."""
