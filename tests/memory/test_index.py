@@ -567,9 +567,9 @@ def test_a_line_that_asks_brings_its_reply_though_the_reply_shares_no_word_with_
     assert 31 not in found  # a line that does not ask brings nothing
     replies_extra = [p.entry_id for p in index.passages("What are my hobbies?", limit=2)]
     assert replies_extra == [30, 21, 25]  # the limit counts the lines that match
-    index.refresh({26: "[26] user: Oh, and hiking."})  # a line said later, between the two
+    index.refresh({26: "[26] user: Oh, and hiking."})  # a line said after the reply
     found = [p.entry_id for p in index.passages("any hobbies you love")]
-    assert found[:2] == [21, 25]  # the line after 21 is still 25
+    assert found[:2] == [21, 25]  # 21's reply is still 25
     assert [p.entry_id for p in index.passages("hobbies busy reading")].count(25) == 1  # once, though matched
 
 

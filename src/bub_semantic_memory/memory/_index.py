@@ -210,7 +210,6 @@ class MemoryIndex:
         self._version = -1
         self._lines: dict[int, str] = {}  # entry id -> transcript line, for evidence text
         self._dates: dict[int, str] = {}  # entry id -> its date
-        self._last_line = 0
         self._line_order: list[int] = []  # the entry ids of the lines, ascending: which line follows which
         self._new_lines: set[int] = set()  # entry ids of lines added or rewritten since the last refresh
         self._cites: dict[int, set[str]] = {}  # entry id -> documents whose evidence holds it
@@ -233,7 +232,7 @@ class MemoryIndex:
     @property
     def last_line_id(self) -> int:
         """The entry id of the latest transcript line the index holds (0: none)."""
-        return self._last_line
+        return self._line_order[-1] if self._line_order else 0
 
     @property
     def stale(self) -> bool:
@@ -399,7 +398,6 @@ class MemoryIndex:
                 bisect.insort(self._line_order, entry)
             self._lines.update(lines)
             self._new_lines.update(lines)
-            self._last_line = max(self._last_line, *lines)
             self._compact("lines", len(lines), len(self._lines))
             self._recount("lines")
 
