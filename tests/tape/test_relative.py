@@ -31,6 +31,32 @@ def test_each_relative_time_is_followed_by_what_it_meant_that_day(said: str, quo
     assert quoted in anchor_relative(said, MONDAY)
 
 
+@pytest.mark.parametrize(
+    ("said", "quoted"),
+    [
+        ("I've had them for 3 years! Their names", "I've had them for 3 years (since 2020)! Their"),
+        ("we've been together for three years. We", "together for three years (since 2020). We"),
+        ("Been playing it for a month now - it", "Been playing it for a month now (since April 2023) - it"),
+        ("She has lived there for the past two years", "for the past two years (since 2021)"),
+    ],
+)
+def test_a_duration_up_to_the_day_said_is_followed_by_its_start(said: str, quoted: str) -> None:
+    assert quoted in anchor_relative(said, MONDAY)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I have to wait for two years",  # ahead of the day said
+        "He was part of our family for 10 years",  # over before the day said: its start is unknown
+        "we have been friends for a few years",  # a vague count
+        "I've been here for years",
+    ],
+)
+def test_a_duration_that_does_not_end_on_the_day_said_is_left_as_it_is(text: str) -> None:
+    assert anchor_relative(text, MONDAY) == text
+
+
 def test_a_month_back_crosses_the_year() -> None:
     assert anchor_relative("two months ago", date(2023, 1, 15)) == "two months ago (November 2022)"
 

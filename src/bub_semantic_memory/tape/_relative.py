@@ -12,7 +12,8 @@ it finds, and names the entry's day, which a note shows above the day's lines::
 
 An expression that names a day is resolved to that day; one that names a week, a weekend or a
 stretch of them is anchored on the day it was said ("the weekend before 8 May 2023"), which is
-all it says; a month or a year is named ("April 2023", "2022").
+all it says; a month or a year is named ("April 2023", "2022"); a duration in the perfect ("I've
+had them for 3 years") is followed by its start ("since 2020").
 
 Written by hand, on purpose: finding the expressions is a closed list of English patterns (a
 parser's free-text search, ``dateparser.search.search_dates``, also reports words like "We" and
@@ -95,7 +96,27 @@ def _rule(pattern: str, meaning: Callable[[re.Match[str], date], str]) -> _Rule:
     return re.compile(rf"{_NOT_A_TIME_BEFORE}\b(?:{pattern})\b{_NOT_A_TIME_AFTER}", re.IGNORECASE), meaning
 
 
+_EXACT_COUNT = r"(?P<n>\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+_PERFECT = r"(?:['’]ve|have|has|been)(?! to\b)"
+"""The perfect ("I've had", "has lived", "been playing"): a duration it holds runs up to the day
+said, so its start is known; "I have to wait for two years" looks ahead and is left alone."""
+
+
+def _since(match: re.Match[str], said_on: date) -> str:
+    """The start of a duration that runs up to ``said_on``: a year, or a month and its year."""
+    count = _count(match)
+    if match.group("unit").lower() == "year":
+        return f"since {said_on.year - count}"
+    return f"since {_month(_months_before(said_on, count))}"
+
+
 _RULES: tuple[_Rule, ...] = (
+    # a duration up to the day said: its start
+    _rule(
+        rf"{_PERFECT}(?: [^.!?;,]{{0,40}}?)? for (?:the (?:past|last) )?"
+        rf"{_EXACT_COUNT} (?P<unit>year|month)s?(?: now)?",
+        _since,
+    ),
     # a stretch of weeks or weekends: anchored on the day said
     _rule(r"the week before last", lambda m, d: f"two weeks before {_short(d)}"),
     _rule(rf"{_COUNT} weekends? ago", lambda m, d: f"{_plural(m, 'weekend')} before {_short(d)}"),
@@ -151,7 +172,7 @@ def _weekday(match: re.Match[str]) -> int:
 
 
 _CUE = re.compile(
-    r"\b(ago|yesterday|tomorrow|today|tonight|last|next|this|past|over|weekend)\b", re.IGNORECASE
+    r"\b(ago|yesterday|tomorrow|today|tonight|last|next|this|past|over|weekend|for)\b", re.IGNORECASE
 )
 """A word every rule's expression holds: a line without one is left alone without trying them."""
 
