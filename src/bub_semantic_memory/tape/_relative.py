@@ -51,7 +51,10 @@ _NUMBERS = {
     "a couple of": 2,
     "a few": 3,
 }
-_COUNT = r"(?P<n>\d+|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+_EXACT_WORDS = r"an?|one|two|three|four|five|six|seven|eight|nine|ten"
+_COUNT = rf"(?P<n>\d+|a couple of|a few|{_EXACT_WORDS})"
+_EXACT_COUNT = rf"(?P<n>\d+|{_EXACT_WORDS})"
+"""A count as said; the exact one leaves out "a few" and "a couple of"."""
 _WEEKDAY = r"(?P<day>monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 
 
@@ -96,7 +99,6 @@ def _rule(pattern: str, meaning: Callable[[re.Match[str], date], str]) -> _Rule:
     return re.compile(rf"{_NOT_A_TIME_BEFORE}\b(?:{pattern})\b{_NOT_A_TIME_AFTER}", re.IGNORECASE), meaning
 
 
-_EXACT_COUNT = r"(?P<n>\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
 _PERFECT = r"(?:['’]ve|have|has|been)(?! to\b)"
 """The perfect ("I've had", "has lived", "been playing"): a duration it holds runs up to the day
 said, so its start is known; "I have to wait for two years" looks ahead and is left alone."""
