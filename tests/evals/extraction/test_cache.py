@@ -25,6 +25,7 @@ from bub_semantic_memory.evals.extraction._cache import (
     CACHE_FORMAT,
     EXTRACTION_ENTRY,
     CachedFailure,
+    PartialReplay,
     ResponseCache,
     _reached_modules,
     cache_key,
@@ -346,3 +347,38 @@ def test_a_cache_that_cannot_be_read_or_written_is_a_miss_and_a_warning(
     (tmp_path / "cache" / key[:2] / f"{key}.json").mkdir(parents=True)  # a directory in the file's place
     assert readable.get(key) is None
     assert sum("eval cache: cannot" in r.getMessage() for r in caplog.records) == 3  # put, get, get
+
+
+# --- partial replays ----------------------------------------------------------------------------------
+
+
+def _partial(key: str, key_fields: dict[str, Any], snapshots: list[Snapshot]) -> PartialReplay:
+    return PartialReplay(key=key, key_fields=key_fields, snapshots=snapshots, replayed_entries=9, failures=1)
+
+
+def test_a_partial_replay_reads_back_beside_its_key_and_the_complete_entry_replaces_it(
+    tmp_path: Path,
+) -> None:
+    cache = ResponseCache(tmp_path)
+    key, fields = cache_key(**FIELDS)
+    cache.put_partial(_partial(key, fields, SNAPSHOTS[:1]))
+    assert cache.get(key) is None  # a partial replay is no extraction to replay
+    partial = cache.get_partial(key)
+    assert partial is not None
+    assert (partial.snapshots, partial.replayed_entries, partial.failures) == (SNAPSHOTS[:1], 9, 1)
+    other, _ = cache_key(**(FIELDS | {"model": "another"}))
+    assert cache.get_partial(other) is None
+    cache.put(key, fields, SNAPSHOTS)
+    assert cache.get_partial(key) is None and cache.get(key) is not None
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == [f"{key}.json"]
+
+
+def test_a_purge_reaches_partial_replays_that_name_what_was_forgotten(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    maya, globex = SNAPSHOTS
+    naming, _ = cache_key(**FIELDS)
+    silent, _ = cache_key(**(FIELDS | {"model": "another"}))
+    cache.put_partial(_partial(naming, {}, [maya]))
+    cache.put_partial(_partial(silent, {}, [globex]))
+    assert cache.purge(maya.tape, lambda text: "Maya Lin" in text) == 1
+    assert cache.get_partial(naming) is None and cache.get_partial(silent) is not None

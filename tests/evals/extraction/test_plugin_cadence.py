@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.evals import Fixture, load_fixtures
 from bub_semantic_memory.evals.extraction import RunOptions, run_eval
@@ -71,6 +73,11 @@ def _options(server: FakeOpenAIServer, tmp_path: Path, cadence: str) -> RunOptio
         progress=False,
         cadence=cadence,  # type: ignore[arg-type]
     )
+
+
+def _extracted(snapshots: Sequence[Snapshot]) -> list[tuple[object, ...]]:
+    """What each snapshot says about the tape (not its id, time or latency)."""
+    return [(s.first_entry_id, s.last_entry_id, s.entities, s.relations) for s in snapshots]
 
 
 def _user_message_ids(fixture: Fixture) -> list[int]:
@@ -164,3 +171,54 @@ async def test_a_last_window_whose_answers_keep_breaking_the_rules_is_given_up_a
         (1, users[6] - 1),
         (users[6], users[12] - 1),
     ]
+
+
+async def test_a_replay_cut_short_resumes_where_it_stood_and_sends_only_the_windows_after_it(
+    lunch_fixture: Fixture, tmp_path: Path
+) -> None:
+    prompt = PromptLibrary().load("extract@2")
+    users = _user_message_ids(lunch_fixture)
+    oracle = OracleResponder.from_golds([lunch_fixture.gold])
+
+    def fails_after_the_first_window(request: RecordedRequest) -> Reply:
+        if "Gina Pires" in (request.transcript() or ""):
+            return status_reply(400)
+        return oracle(request)
+
+    with FakeOpenAIServer(responder=fails_after_the_first_window) as server:
+        cut = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+    assert not cut.runs[0].fixtures[0].ok
+    with FakeOpenAIServer(responder=oracle) as server:
+        resumed = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+        asked = [r.transcript_entry_ids() for r in server.requests]
+    with FakeOpenAIServer(responder=oracle) as server:
+        uncut = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path / "fresh", "plugin"))
+
+    result = resumed.runs[0].fixtures[0]
+    assert result.ok and not result.cached
+    assert len(asked) == 2 and all(
+        min(ids) >= users[6] for ids in asked
+    )  # the first window is not sent again
+    assert result.requests_made == 2
+    assert _extracted(result.snapshots) == _extracted(uncut.runs[0].fixtures[0].snapshots)  # as if uncut
+    assert result.snapshots[0].id == cut.runs[0].fixtures[0].snapshots[0].id  # the cached one, kept
+    assert not list((tmp_path / "cache").glob("*/*.partial.json"))  # the complete entry replaced it
+
+
+async def test_a_replay_is_cached_turn_by_turn_only_under_the_use_policy(
+    lunch_fixture: Fixture, tmp_path: Path
+) -> None:
+    prompt = PromptLibrary().load("extract@2")
+    broken = status_reply(400)
+    oracle = OracleResponder.from_golds([lunch_fixture.gold])
+
+    def fails_after_the_first_window(request: RecordedRequest) -> Reply:
+        return broken if "Gina Pires" in (request.transcript() or "") else oracle(request)
+
+    with FakeOpenAIServer(responder=fails_after_the_first_window) as server:
+        off = dataclasses.replace(_options(server, tmp_path, "plugin"), cache="off")
+        await run_eval([lunch_fixture], [prompt], off)
+        assert not list((tmp_path / "cache").glob("*/*.json"))
+        await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+    partial = list((tmp_path / "cache").glob("*/*.partial.json"))
+    assert len(partial) == 1 and '"replayed_entries"' in partial[0].read_text()

@@ -211,3 +211,24 @@ def test_a_quick_run_gets_no_heartbeat_lines() -> None:
         assert progress.beat() is None
         progress.fixture_done(result("alpha"))
     assert len(out.getvalue().splitlines()) == 1
+
+
+def test_the_heartbeat_says_which_turn_a_replayed_tape_is_at_and_a_resume_is_said_at_once() -> None:
+    out, clock = io.StringIO(), Clock()
+    with RunProgress(Console(file=out, width=200), 1, clock=clock) as progress:
+        progress.start_run("extract@9 (local)", 1)
+        progress.fixture_started("conv-50")
+        progress.note("conv-50: resuming after entry 412 of 1153 (38 snapshot(s) cached by an earlier run)")
+        progress.fixture_progress("conv-50", "turn 211 of 568")
+        clock.now += 30
+        progress.beat()
+        progress.fixture_done(result("conv-50"))
+        clock.now += 30
+        progress.fixture_started("conv-44")  # a fixture after it starts with nothing said of it
+        clock.now += 30
+        progress.beat()
+    assert out.getvalue().splitlines()[:2] == [
+        "conv-50: resuming after entry 412 of 1153 (38 snapshot(s) cached by an earlier run)",
+        "[0/1] extract@9 (local) · still extracting conv-50 (30 s, turn 211 of 568)",
+    ]
+    assert out.getvalue().splitlines()[-1].endswith("still extracting conv-44 (30 s)")

@@ -27,6 +27,12 @@ the extractor reaches. It is taken from the syntax tree without docstrings, so c
 docstrings and formatting keep the cache; any other edit of that code empties it for the
 runs that follow (the scoring is not in it: a replay scores the cached snapshots anew).
 
+A replay at the plugin's cadence of a long conversation makes hundreds of requests over an hour
+or more on a local model, so it is also cached as it goes: at the end of each turn that stored a
+snapshot and failed nothing, the snapshots so far and how many entries were replayed
+(:class:`PartialReplay`, beside the complete entry's file, under the same key). A run cut short
+(stopped, killed, or failed for good) resumes there; the complete entry replaces it.
+
 Erasure (``forget --purge``) reaches the cache through :meth:`ResponseCache.purge`: a file
 belongs to a tape when one of its snapshots is of that tape (the request is kept only as the
 hash of its transcript, so a file's own text is what can name someone), and each such file that
@@ -60,6 +66,7 @@ __all__ = [
     "CACHE_FORMAT",
     "CachedExtraction",
     "CachedFailure",
+    "PartialReplay",
     "ResponseCache",
     "cache_key",
     "extraction_code_sha256",
@@ -120,6 +127,19 @@ class CachedExtraction(BaseModel):
     snapshots: list[Snapshot]
     failure: CachedFailure | None = None
     """Set when the extraction failed after ``snapshots`` (the windows before the failure)."""
+
+
+class PartialReplay(CachedExtraction):
+    """A replay at the plugin's cadence cut short: where it stood at the end of a turn.
+
+    The snapshots are those the plugin's service had stored once the tape's first
+    ``replayed_entries`` entries were appended and extracted at its cadence, with no failed
+    extraction waiting to be tried again: everything the service's state is made of.
+    """
+
+    replayed_entries: int
+    failures: int = 0
+    """Extractions that had failed by then (each was tried again, and later succeeded)."""
 
 
 PACKAGE = "bub_semantic_memory"
@@ -235,11 +255,38 @@ class ResponseCache:
         """Store an extraction (complete, or ended by the model's ``failure``) under ``key``.
 
         A cache that cannot be written (read-only, disk full) is logged, never raised: the
-        run's results do not depend on it.
+        run's results do not depend on it. A partial replay under the same key is dropped.
         """
-        path = self._path(key)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         entry = CachedExtraction(key=key, key_fields=key_fields, snapshots=snapshots, failure=failure)
+        self._write(self._path(key), entry)
+        self.drop_partial(key)
+
+    def get_partial(self, key: str) -> PartialReplay | None:
+        """Where a replay cut short under ``key`` stood, or None (unreadable counts as none)."""
+        path = self._partial_path(key)
+        try:
+            partial = PartialReplay.model_validate_json(path.read_bytes())
+        except (FileNotFoundError, ValidationError):
+            return None
+        except OSError as exc:
+            logger.warning("eval cache: cannot read %s, the replay starts over: %s", path, exc)
+            return None
+        return partial if partial.key == key else None
+
+    def put_partial(self, partial: PartialReplay) -> None:
+        """Store where a replay stands (replacing where it stood before); logged, never raised."""
+        self._write(self._partial_path(partial.key), partial)
+
+    def drop_partial(self, key: str) -> None:
+        with contextlib.suppress(OSError):
+            self._partial_path(key).unlink(missing_ok=True)
+
+    def _partial_path(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.partial.json"
+
+    def _write(self, path: Path, entry: BaseModel) -> None:
+        """Write ``entry`` to ``path`` atomically (a reader sees the old file or the new one)."""
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(entry.model_dump_json(), encoding="utf-8")
@@ -252,7 +299,8 @@ class ResponseCache:
     def purge(self, tape: str, names_it: Callable[[str], bool]) -> int:
         """Delete the cached extractions of ``tape`` whose file text ``names_it``; how many.
 
-        A file that does not parse is left alone (it is a miss anyway) unless its text names it.
+        Partial replays are cached extractions too (their files end ``.partial.json``). A file
+        that does not parse is left alone (it is a miss anyway) unless its text names it.
         """
         removed = 0
         for path in sorted(self.directory.glob("*/*.json")):

@@ -74,6 +74,7 @@ class RunProgress:
         self._said = clock()  # when a line last went out
         self._phase = ""  # what runs before the fixtures (opening the model)
         self._in_flight: dict[str, float] = {}  # fixture -> when it started
+        self._where: dict[str, str] = {}  # fixture -> how far its extraction got ("turn 3 of 9")
 
     @property
     def interactive(self) -> bool:
@@ -109,9 +110,18 @@ class RunProgress:
         """A fixture's extraction starts (the heartbeat names the fixtures in flight)."""
         self._in_flight[fixture] = self.clock()
 
+    def fixture_progress(self, fixture: str, where: str) -> None:
+        """How far a fixture in flight got, said by the heartbeat (a long tape at the plugin's cadence)."""
+        self._where[fixture] = where
+
+    def note(self, line: str) -> None:
+        """Say ``line`` now (something a person watching the run should know, such as a resume)."""
+        self._say(line)
+
     def fixture_done(self, result: FixtureResult) -> None:
         """One fixture of the current prompt version is extracted and scored."""
         self._in_flight.pop(result.fixture, None)
+        self._where.pop(result.fixture, None)
         self._said = self.clock()
         self.done += 1
         self._run_done += 1
@@ -151,7 +161,8 @@ class RunProgress:
             line = f"{self._phase}: {format_duration(now - self.started)} so far"
         elif self._in_flight and self._bar is None:
             running = ", ".join(
-                f"{name} ({format_duration(now - since)})" for name, since in self._in_flight.items()
+                f"{name} ({', '.join(filter(None, [format_duration(now - since), self._where.get(name)]))})"
+                for name, since in self._in_flight.items()
             )
             line = f"[{self.done}/{self.total}] {self._label} · still extracting {running}"
         else:

@@ -6,12 +6,17 @@ tape sent in windows of ``chunk_tokens`` is something else on a long tape: a few
 Replaying the tape through :class:`~bub_semantic_memory.agent._service.MemoryService`, the
 code the plugin runs, measures the windows the plugin would send; the cost model (benchmarks
 section 8) and ``eval run --cadence plugin`` both replay this way.
+
+A long conversation replayed on a local model takes an hour or more, so a replay can hand out
+where it stands at the end of each turn (:class:`ReplayCheckpoint`) and start again from one:
+the service's state is the tape and the snapshots it stored (its cadence is read off them), so
+a replay resumed from a checkpoint sends the same windows as one that never stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,7 +27,7 @@ from bub_semantic_memory.extraction import Extractor
 from bub_semantic_memory.stores import SnapshotStore, append_entries
 from bub_semantic_memory.tape import Entry
 
-__all__ = ["Replayed", "replay_as_plugin", "turn_ends"]
+__all__ = ["ReplayCheckpoint", "Replayed", "replay_as_plugin", "turn_ends"]
 
 
 def turn_ends(entries: Sequence[Entry]) -> list[int]:
@@ -47,6 +52,38 @@ class Replayed:
     uncovered_after: int | None
 
 
+@dataclass(frozen=True)
+class ReplayCheckpoint:
+    """Where a replay stands at the end of a turn whose extraction stored snapshots and failed nothing.
+
+    Attributes:
+        snapshots: every snapshot stored so far, in tape order.
+        replayed_entries: how many of the tape's entries were appended (whole turns).
+        failures: extractions failed so far (each tried again and since succeeded).
+    """
+
+    snapshots: list[Snapshot]
+    replayed_entries: int
+    failures: int = 0
+
+
+async def _stored_snapshots(store: Any, tape: str) -> list[Snapshot]:
+    snapshots, _ = await SnapshotStore(store).load(tape)
+    return sorted(snapshots, key=lambda s: s.first_entry_id)
+
+
+async def _restore(store: Any, tape: str, entries: Sequence[Entry], checkpoint: ReplayCheckpoint) -> None:
+    """Put the tape and the snapshots of ``checkpoint`` back in ``store``, as the service left them."""
+    if not 0 <= checkpoint.replayed_entries <= len(entries):
+        raise ValueError(
+            f"a checkpoint of {checkpoint.replayed_entries} entries does not fit a tape of {len(entries)}"
+        )
+    append_entries(store, tape, entries[: checkpoint.replayed_entries])
+    snapshots = SnapshotStore(store)
+    for snapshot in checkpoint.snapshots:
+        await snapshots.append(snapshot)
+
+
 async def _flush_until_done(
     service: MemoryService, store: Any, tape: str, *, runs_without_progress: int
 ) -> None:
@@ -69,6 +106,9 @@ async def replay_as_plugin(
     *,
     tape: str,
     policy: MemoryPolicy | None = None,
+    resume: ReplayCheckpoint | None = None,
+    on_checkpoint: Callable[[ReplayCheckpoint], None] | None = None,
+    on_turn: Callable[[int, int], None] | None = None,
 ) -> Replayed:
     """Append ``entries`` a turn at a time and let the plugin's service extract at its cadence.
 
@@ -82,6 +122,12 @@ async def replay_as_plugin(
     Args:
         policy: the cadence to replay (default: the plugin's); its cooldown is set to 0 and
             checkpoints are off.
+        resume: where an earlier replay of the same tape, extractor and policy stood: its
+            turns are not replayed again.
+        on_checkpoint: called with where the replay stands after each turn whose extraction
+            stored snapshots and failed nothing (a failure waiting to be retried is state
+            that a checkpoint could not carry).
+        on_turn: called with (turns replayed, turns in all) after each turn.
     """
     from bub.store import InMemoryTapeStore
 
@@ -91,17 +137,34 @@ async def replay_as_plugin(
     )
     store: Any = InMemoryTapeStore()
     appended = 0
-    for end in turn_ends(entries):
+    if resume is not None:
+        await _restore(store, tape, entries, resume)
+        appended = resume.replayed_entries
+        service.stats["extraction_failures"] += resume.failures
+    ends = turn_ends(entries)
+    for turn, end in enumerate(ends, start=1):
+        if end <= appended:
+            continue
         append_entries(store, tape, entries[appended:end])
         appended = end
+        failures, stored = service.stats["extraction_failures"], service.stats["snapshots"]
         service.schedule(tape, store)
         await asyncio.gather(*service.running())
+        if on_turn is not None:
+            on_turn(turn, len(ends))
+        clean = service.stats["snapshots"] > stored and service.stats["extraction_failures"] == failures
+        if on_checkpoint is not None and clean:
+            on_checkpoint(
+                ReplayCheckpoint(
+                    await _stored_snapshots(store, tape), appended, service.stats["extraction_failures"]
+                )
+            )
     await _flush_until_done(service, store, tape, runs_without_progress=max(1, cadence.failed_window_tries))
-    snapshots, _ = await SnapshotStore(store).load(tape)
+    snapshots = await _stored_snapshots(store, tape)
     watermark = (await service.load(tape, store)).watermark
     last = max((e.id for e in entries), default=0)
     return Replayed(
-        snapshots=sorted(snapshots, key=lambda s: s.first_entry_id),
+        snapshots=snapshots,
         failures=service.stats["extraction_failures"],
         uncovered_after=watermark if watermark < last else None,
     )

@@ -6,7 +6,9 @@ scored against the gold. A fixture whose extraction fails is recorded as a failu
 with its error (its partial result still scored) and the run goes on.
 
 Cache policies: ``use`` (read, then write what was missing), ``off`` (no reads, no
-writes) and ``replay`` (read only; a miss is a recorded :class:`ReplayMissError`).
+writes) and ``replay`` (read only; a miss is a recorded :class:`ReplayMissError`). Under
+``use``, a replay at the plugin's cadence is also cached turn by turn, and a run cut short
+resumes where it stood (see :mod:`._cache`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from bub_semantic_memory.evals._dataset import (
 )
 from bub_semantic_memory.evals.extraction._cache import (
     CachedFailure,
+    PartialReplay,
     ResponseCache,
     cache_key,
     extraction_code_sha256,
@@ -152,11 +155,18 @@ class _Outcome:
 class _PromptRunner:
     """Runs one prompt version over the fixtures."""
 
-    def __init__(self, prompt: PromptTemplate, options: RunOptions, backend: ChatBackend) -> None:
+    def __init__(
+        self,
+        prompt: PromptTemplate,
+        options: RunOptions,
+        backend: ChatBackend,
+        progress: RunProgress | None = None,
+    ) -> None:
         self.prompt = prompt
         self.options = options
         self.extractor = Extractor(options.extractor.replace(prompt=prompt), backend=backend)
         self.cache = ResponseCache(options.cache_dir)
+        self.progress = progress
 
     def _key(self, entries: list[Entry]) -> tuple[str, dict[str, Any]]:
         """Everything that decides the answers: the prompt, what the model is shown, the settings
@@ -213,13 +223,53 @@ class _PromptRunner:
     async def _extract_at_plugin_cadence(
         self, fixture: Fixture, entries: list[Entry], key: str, fields: dict[str, Any]
     ) -> _Outcome:
-        """The fixture's tape replayed through the plugin's service; entries it never extracted fail it."""
-        from bub_semantic_memory.evals.extraction._replay import replay_as_plugin
+        """The fixture's tape replayed through the plugin's service; entries it never extracted fail it.
+
+        Under the ``use`` cache policy the replay resumes where a run cut short stood, and
+        stores where it stands after each turn; ``requests_made`` counts this run's requests.
+        """
+        from bub_semantic_memory.evals.extraction._replay import ReplayCheckpoint, replay_as_plugin
+
+        caching = self.options.cache == "use"
+        partial = self.cache.get_partial(key) if caching else None
+        resume = (
+            ReplayCheckpoint(list(partial.snapshots), partial.replayed_entries, partial.failures)
+            if partial is not None
+            else None
+        )
+        if resume is not None and self.progress is not None:
+            self.progress.note(
+                f"{fixture.id}: resuming after entry {resume.replayed_entries} of {len(entries)} "
+                f"({len(resume.snapshots)} snapshot(s) cached by an earlier run)"
+            )
+
+        def store(checkpoint: ReplayCheckpoint) -> None:
+            self.cache.put_partial(
+                PartialReplay(
+                    key=key,
+                    key_fields=fields,
+                    snapshots=checkpoint.snapshots,
+                    replayed_entries=checkpoint.replayed_entries,
+                    failures=checkpoint.failures,
+                )
+            )
+
+        def turn_done(turn: int, turns: int) -> None:
+            if self.progress is not None:
+                self.progress.fixture_progress(fixture.id, f"turn {turn} of {turns}")
 
         replayed = await replay_as_plugin(
-            entries, self.extractor, self.prompt.ontology, tape=fixture.id, policy=self.options.policy
+            entries,
+            self.extractor,
+            self.prompt.ontology,
+            tape=fixture.id,
+            policy=self.options.policy,
+            resume=resume,
+            on_checkpoint=store if caching else None,
+            on_turn=turn_done,
         )
         made = sum(s.usage.requests for s in replayed.snapshots)
+        made -= sum(s.usage.requests for s in resume.snapshots) if resume is not None else 0
         if replayed.uncovered_after is not None:
             error = ExtractionError(
                 f"the plugin's cadence left the entries after {replayed.uncovered_after} unextracted: "
@@ -227,7 +277,7 @@ class _PromptRunner:
                 model=self.extractor.config.model,
             )
             return _Outcome(snapshots=replayed.snapshots, error=error, requests_made=made)
-        if self.options.cache == "use":
+        if caching:
             self.cache.put(key, fields, replayed.snapshots)
         return _Outcome(snapshots=replayed.snapshots, requests_made=made)
 
@@ -314,7 +364,7 @@ async def _run_prompt(
 ) -> PromptRun:
     if options.ontology is not None:
         prompt = prompt.with_ontology(options.ontology, ontology_sha256(options.ontology))
-    runner = _PromptRunner(prompt, options, backend)
+    runner = _PromptRunner(prompt, options, backend, progress)
     config = scoring_config(prompt.ontology, options.label_map, options.relation_synonyms)
     progress.start_run(f"{prompt} ({options.model})", len(fixtures))
     semaphore = asyncio.Semaphore(max(1, options.concurrency))
