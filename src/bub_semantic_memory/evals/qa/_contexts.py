@@ -44,11 +44,14 @@ __all__ = [
     "MEMORY_WITHOUT_FACTS",
     "MEMORY_WITHOUT_LINES",
     "Context",
+    "LoadedMemory",
     "bm25_context",
     "full_context",
+    "load_memory",
     "memory_context",
     "pack",
     "search_words",
+    "searchable_tape",
     "snapshots_of",
     "tape_search_context",
 ]
@@ -73,6 +76,7 @@ ALL_CONDITIONS = (
 _TOKENIZER = "porter unicode61 remove_diacritics 2"  # English stems, accents folded
 _SEARCH_LIMIT = 20  # bub's tape.search default
 _SEARCH_KINDS = ("message", "tool_result")  # bub's tape.search default
+_SEARCHED_TAPE = "qa"
 _MAX_SEARCH_WORDS = 5
 _STOPWORDS = frozenset(
     """a an and are as at be been but by can could did do does for from had has have he her hers him his how i
@@ -190,21 +194,37 @@ def snapshots_of(
     return [snapshot], dropped
 
 
-async def memory_context(
+@dataclass(frozen=True)
+class LoadedMemory:
+    """A tape's memory as the plugin's service holds it once loaded: asked for one block per question.
+
+    Loading renders and indexes the tape's lines; a block is then a search of that index, so the
+    questions about one tape share one load (a block depends on the loaded memory and the
+    question only)."""
+
+    condition: str
+    tape: str
+    service: Any
+
+    def context(self, question: str) -> Context:
+        """The block the plugin injects for ``question``."""
+        return _context(self.condition, self.service.block(self.tape, question))
+
+
+async def load_memory(
     condition: str,
     tape: str,
     snapshots: Sequence[Snapshot],
     ontology: Ontology,
-    question: str,
     *,
     budget: int,
     entries: Sequence[Entry] = (),
     passage_share: float | None = None,
-) -> Context:
-    """The block the plugin injects for ``question``: the tape and its snapshots in a tape store, loaded
-    and rendered by the agent layer's :class:`~bub_semantic_memory.agent.MemoryService` with the
-    plugin's policy (the tape's lines are the evidence its facts quote, and the lines a block
-    shows after the facts). ``passage_share`` replaces the policy's (None: the plugin's default)."""
+) -> LoadedMemory:
+    """The tape and its snapshots in a tape store, loaded by the agent layer's
+    :class:`~bub_semantic_memory.agent.MemoryService` with the plugin's policy (the tape's lines
+    are the evidence its facts quote, and the lines a block shows after the facts).
+    ``passage_share`` replaces the policy's (None: the plugin's default)."""
     from bub.store import InMemoryTapeStore
 
     from bub_semantic_memory.agent import MemoryPolicy, MemoryService, MemorySetup
@@ -222,7 +242,25 @@ async def memory_context(
         MemorySetup(policy=policy, folds_with=ontology), extractor=lambda: None
     )
     await service.load(tape, store)
-    return _context(condition, service.block(tape, question))
+    return LoadedMemory(condition, tape, service)
+
+
+async def memory_context(
+    condition: str,
+    tape: str,
+    snapshots: Sequence[Snapshot],
+    ontology: Ontology,
+    question: str,
+    *,
+    budget: int,
+    entries: Sequence[Entry] = (),
+    passage_share: float | None = None,
+) -> Context:
+    """The block the plugin injects for ``question`` (:func:`load_memory`, then its block)."""
+    loaded = await load_memory(
+        condition, tape, snapshots, ontology, budget=budget, entries=entries, passage_share=passage_share
+    )
+    return loaded.context(question)
 
 
 # -- search over the transcript ---------------------------------------------------------------
@@ -240,16 +278,28 @@ def search_words(question: str) -> list[str]:
     return ordered[:_MAX_SEARCH_WORDS]
 
 
-async def tape_search_context(entries: Sequence[Entry], question: str, *, budget: int) -> Context:
-    """bub's ``tape.search``, once per content word, merged in tape order and packed into the budget."""
+def searchable_tape(entries: Sequence[Entry]) -> Any:
+    """A tape store holding ``entries`` as the tape ``qa``, for :func:`tape_search_context`."""
     from bub.store import InMemoryTapeStore
-    from bub.tape import TapeQuery
 
     from bub_semantic_memory.stores import append_entries
 
     store: Any = InMemoryTapeStore()
-    tape = "qa"
-    append_entries(store, tape, entries)
+    append_entries(store, _SEARCHED_TAPE, entries)
+    return store
+
+
+async def tape_search_context(
+    entries: Sequence[Entry], question: str, *, budget: int, store: Any = None
+) -> Context:
+    """bub's ``tape.search``, once per content word, merged in tape order and packed into the budget.
+
+    ``store``: the entries already in a store (:func:`searchable_tape`), shared by the questions
+    about one tape."""
+    from bub.tape import TapeQuery
+
+    store = store if store is not None else searchable_tape(entries)
+    tape = _SEARCHED_TAPE
     found: dict[int, Any] = {}
     for word in search_words(question):
         query = TapeQuery(tape=tape, store=store).query(word).kinds(*_SEARCH_KINDS).limit(_SEARCH_LIMIT)

@@ -43,17 +43,19 @@ from bub_semantic_memory.evals.qa._contexts import (
     MEMORY_WITHOUT_FACTS,
     MEMORY_WITHOUT_LINES,
     Context,
+    LoadedMemory,
     bm25_context,
     full_context,
-    memory_context,
+    load_memory,
     rendered,
+    searchable_tape,
     snapshots_of,
     tape_search_context,
 )
 from bub_semantic_memory.evals.qa._distractors import make_memory
 from bub_semantic_memory.evals.qa._report import LONG_TAPE_TURNS, QAItem, QAOutcome, QAReport
 from bub_semantic_memory.evals.qa._scores import answer_word_recall, contains_answer, judge, token_f1
-from bub_semantic_memory.tape import Entry
+from bub_semantic_memory.tape import Entry, Transcript
 
 __all__ = ["ANSWER_PROMPT", "QAOptions", "message_turns", "run_qa"]
 
@@ -112,68 +114,91 @@ class QAOptions:
     answer_prompt: str = ANSWER_PROMPT
 
 
-async def _contexts(fixture: Fixture, question: Question, options: QAOptions) -> list[Context]:
-    entries = fixture.entries()
-    transcript = rendered(entries)
+class _FixtureParts:
+    """What every question about one fixture shares, built once per run: its entries, its
+    transcript, the store ``tape.search`` reads and each memory condition's loaded memory.
+
+    A memory is loaded for its first question and reused by the others: loading renders,
+    redacts and indexes the whole tape, which for a conversation of hundreds of turns costs
+    more than all its questions' blocks."""
+
+    def __init__(self, fixture: Fixture, options: QAOptions) -> None:
+        self.fixture = fixture
+        self.options = options
+        self.entries = fixture.entries()
+        self._transcript: Transcript | None = None
+        self._search_store: Any = None
+        self._memories: dict[str, asyncio.Task[LoadedMemory]] = {}
+
+    @property
+    def transcript(self) -> Transcript:
+        if self._transcript is None:
+            self._transcript = rendered(self.entries)
+        return self._transcript
+
+    @property
+    def search_store(self) -> Any:
+        if self._search_store is None:
+            self._search_store = searchable_tape(self.entries)
+        return self._search_store
+
+    async def memory(self, condition: str) -> LoadedMemory:
+        """The memory of ``condition`` (one of the memory conditions), loaded once."""
+        if condition not in self._memories:  # a task: questions asked at once share one load
+            self._memories[condition] = asyncio.ensure_future(self._load(condition))
+        return await self._memories[condition]
+
+    async def _load(self, condition: str) -> LoadedMemory:
+        fixture, options = self.fixture, self.options
+        snapshots: Sequence[Snapshot] = options.memory.get(fixture.id, ())
+        if condition == MEMORY_WITHOUT_FACTS:
+            snapshots = [s.model_copy(update={"facts": ()}) for s in snapshots]
+        elif condition == "gold-memory":
+            snapshots, _ = snapshots_of(
+                fixture.id,
+                fixture.gold,
+                options.ontology,
+                last_entry_id=max((e.id for e in self.entries), default=1),
+                source="gold",
+                stated=fixture.facts or (),
+            )
+        last = max((e.id for e in self.entries), default=0)
+        planted, said = _distractors(options.distractors, last)
+        lines = condition != MEMORY_WITHOUT_LINES
+        return await load_memory(
+            condition,
+            fixture.id,
+            [*planted, *snapshots],
+            options.ontology,
+            budget=options.budget,
+            entries=[*self.entries, *said],
+            passage_share=options.passage_share if lines else 0.0,
+        )
+
+
+_MEMORY_CONDITIONS = frozenset({"memory", MEMORY_WITHOUT_FACTS, MEMORY_WITHOUT_LINES, "gold-memory"})
+
+
+async def _contexts(parts: _FixtureParts, question: Question, options: QAOptions) -> list[Context]:
     built: list[Context] = []
     for condition in options.conditions:
         if condition == "none":
             built.append(Context("none", "", 0))
-        elif condition == "memory":
-            snapshots = options.memory.get(fixture.id, ())
-            built.append(await _memory(options, "memory", fixture, snapshots, question))
-        elif condition == MEMORY_WITHOUT_FACTS:
-            plain = [s.model_copy(update={"facts": ()}) for s in options.memory.get(fixture.id, ())]
-            built.append(await _memory(options, MEMORY_WITHOUT_FACTS, fixture, plain, question))
-        elif condition == MEMORY_WITHOUT_LINES:
-            snapshots = options.memory.get(fixture.id, ())
-            built.append(
-                await _memory(options, MEMORY_WITHOUT_LINES, fixture, snapshots, question, lines=False)
-            )
-        elif condition == "gold-memory":
-            last = max((e.id for e in entries), default=1)
-            gold, _ = snapshots_of(
-                fixture.id,
-                fixture.gold,
-                options.ontology,
-                last_entry_id=last,
-                source="gold",
-                stated=fixture.facts or (),
-            )
-            built.append(await _memory(options, "gold-memory", fixture, gold, question))
+        elif condition in _MEMORY_CONDITIONS:
+            built.append((await parts.memory(condition)).context(question.question))
         elif condition == "tape-search":
-            built.append(await tape_search_context(entries, question.question, budget=options.budget))
+            built.append(
+                await tape_search_context(
+                    parts.entries, question.question, budget=options.budget, store=parts.search_store
+                )
+            )
         elif condition == "bm25":
-            built.append(bm25_context(transcript, question.question, budget=options.budget))
+            built.append(bm25_context(parts.transcript, question.question, budget=options.budget))
         elif condition == "full":
-            built.append(full_context(transcript, context_tokens=options.answer_context_tokens))
+            built.append(full_context(parts.transcript, context_tokens=options.answer_context_tokens))
         else:
             raise EvalError(f"unknown condition {condition!r}; choose from: {', '.join(ALL_CONDITIONS)}")
     return built
-
-
-async def _memory(
-    options: QAOptions,
-    condition: str,
-    fixture: Fixture,
-    snapshots: Sequence[Snapshot],
-    question: Question,
-    *,
-    lines: bool = True,
-) -> Context:
-    entries = fixture.entries()
-    last = max((e.id for e in entries), default=0)
-    planted, said = _distractors(options.distractors, last)
-    return await memory_context(
-        condition,
-        fixture.id,
-        [*planted, *snapshots],
-        options.ontology,
-        question.question,
-        budget=options.budget,
-        entries=[*entries, *said],
-        passage_share=options.passage_share if lines else 0.0,
-    )
 
 
 @functools.cache
@@ -268,12 +293,14 @@ async def run_qa(fixtures: Sequence[Fixture], options: QAOptions) -> QAReport:
     cache = _AnswerCache(options.cache_dir)
     semaphore = asyncio.Semaphore(max(1, options.concurrency))
     questions = [(fixture, question) for fixture in fixtures for question in fixture.gold.questions]
+    parts = {fixture.id: _FixtureParts(fixture, options) for fixture in fixtures if fixture.gold.questions}
 
     async def one(fixture: Fixture, question: Question) -> QAItem:
-        long_tape = message_turns(fixture.entries()) >= LONG_TAPE_TURNS
+        shared = parts[fixture.id]
+        long_tape = message_turns(shared.entries) >= LONG_TAPE_TURNS
         async with semaphore:
             outcomes = []
-            for context in await _contexts(fixture, question, options):
+            for context in await _contexts(shared, question, options):
                 answer, cached = await _answer(options, cache, context, question)
                 answerable = question.category != "unanswerable"
                 outcomes.append(
