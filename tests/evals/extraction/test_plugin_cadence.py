@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -80,6 +80,15 @@ def _extracted(snapshots: Sequence[Snapshot]) -> list[tuple[object, ...]]:
     return [(s.first_entry_id, s.last_entry_id, s.entities, s.relations) for s in snapshots]
 
 
+def _fails_after_the_first_window(oracle: OracleResponder) -> Callable[[RecordedRequest], Reply]:
+    """The oracle's answers, but an HTTP 400 for every window from turn 7 on (the first to name Gina)."""
+
+    def respond(request: RecordedRequest) -> Reply:
+        return status_reply(400) if "Gina Pires" in (request.transcript() or "") else oracle(request)
+
+    return respond
+
+
 def _user_message_ids(fixture: Fixture) -> list[int]:
     return [e.id for e in fixture.entries() if e.kind == "message" and e.payload.get("role") == "user"]
 
@@ -128,12 +137,7 @@ async def test_a_tape_the_plugin_cannot_finish_fails_its_fixture_with_what_was_e
     users = _user_message_ids(lunch_fixture)
     oracle = OracleResponder.from_golds([lunch_fixture.gold])
 
-    def fails_after_the_first_window(request: RecordedRequest) -> Reply:
-        if "Gina Pires" in (request.transcript() or ""):  # turn 7 on: every window after the first
-            return status_reply(400)
-        return oracle(request)
-
-    with FakeOpenAIServer(responder=fails_after_the_first_window) as server:
+    with FakeOpenAIServer(responder=_fails_after_the_first_window(oracle)) as server:
         report = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
     result = report.runs[0].fixtures[0]
     assert not result.ok and "unextracted" in (result.error or "")
@@ -180,12 +184,7 @@ async def test_a_replay_cut_short_resumes_where_it_stood_and_sends_only_the_wind
     users = _user_message_ids(lunch_fixture)
     oracle = OracleResponder.from_golds([lunch_fixture.gold])
 
-    def fails_after_the_first_window(request: RecordedRequest) -> Reply:
-        if "Gina Pires" in (request.transcript() or ""):
-            return status_reply(400)
-        return oracle(request)
-
-    with FakeOpenAIServer(responder=fails_after_the_first_window) as server:
+    with FakeOpenAIServer(responder=_fails_after_the_first_window(oracle)) as server:
         cut = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
     assert not cut.runs[0].fixtures[0].ok
     with FakeOpenAIServer(responder=oracle) as server:
@@ -196,9 +195,7 @@ async def test_a_replay_cut_short_resumes_where_it_stood_and_sends_only_the_wind
 
     result = resumed.runs[0].fixtures[0]
     assert result.ok and not result.cached
-    assert len(asked) == 2 and all(
-        min(ids) >= users[6] for ids in asked
-    )  # the first window is not sent again
+    assert len(asked) == 2 and all(min(ids) >= users[6] for ids in asked)  # not the first window again
     assert result.requests_made == 2
     assert _extracted(result.snapshots) == _extracted(uncut.runs[0].fixtures[0].snapshots)  # as if uncut
     assert result.snapshots[0].id == cut.runs[0].fixtures[0].snapshots[0].id  # the cached one, kept
@@ -209,13 +206,9 @@ async def test_a_replay_is_cached_turn_by_turn_only_under_the_use_policy(
     lunch_fixture: Fixture, tmp_path: Path
 ) -> None:
     prompt = PromptLibrary().load("extract@2")
-    broken = status_reply(400)
     oracle = OracleResponder.from_golds([lunch_fixture.gold])
 
-    def fails_after_the_first_window(request: RecordedRequest) -> Reply:
-        return broken if "Gina Pires" in (request.transcript() or "") else oracle(request)
-
-    with FakeOpenAIServer(responder=fails_after_the_first_window) as server:
+    with FakeOpenAIServer(responder=_fails_after_the_first_window(oracle)) as server:
         off = dataclasses.replace(_options(server, tmp_path, "plugin"), cache="off")
         await run_eval([lunch_fixture], [prompt], off)
         assert not list((tmp_path / "cache").glob("*/*.json"))
