@@ -151,7 +151,8 @@ def run(
     )
     if note := model_note(model):
         stderr.print(f"Model: {note}", markup=False)
-    report = asyncio.run(run_eval(selected, templates, options, fixtures_dir=fixtures, console=stderr))
+    source = fixtures if locomo is None else locomo  # what a report says its fixtures came from
+    report = asyncio.run(run_eval(selected, templates, options, fixtures_dir=source, console=stderr))
     opt.print_report(report, out)
     if (failure := _failures(report)) is not None:
         fail(failure)

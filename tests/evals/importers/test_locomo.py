@@ -440,6 +440,7 @@ def test_eval_run_on_a_locomo_cut_says_extraction_is_not_scored_there(
     [run] = report["runs"]
     assert [f["fixture"] for f in run["fixtures"]] == ["locomo-demo-1", "locomo-demo-2"]
     assert run["metrics"]["entities"]["f1"] is None and run["metrics"]["relations"]["f1"] is None
+    assert report["fixtures_dir"] == str(SAMPLE)  # the conversations' file, not the fixtures directory
 
 
 def test_locomo_options_without_locomo_are_a_usage_error() -> None:
