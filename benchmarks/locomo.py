@@ -1,7 +1,9 @@
 """Section 10: LoCoMo, long conversations nobody here wrote, memory against search per category.
 
 The memory-QA eval over LoCoMo's conversations (read from where the data set lies: it is not the
-project's to copy), cut to their first :data:`SESSIONS` sessions, at the plugin's budget: the note
+project's to copy), cut to their first :data:`SESSIONS` sessions, and whole where their committed
+extraction covers them (:data:`WHOLE`, the test conversations extracted so far: about 45 minutes
+each on the embedded model), at the plugin's budget: the note
 the plugin renders from the committed extraction of the embedded model's promoted version
 (``evals/reports/locomo-<split>-s4-extract9``), the note without its quoted lines, BM25 over the
 transcript, bub's ``tape.search``, nothing and the whole conversation. Scores by LoCoMo's own
@@ -17,6 +19,8 @@ Skipped with a note when the LoCoMo file is not found (``$BUB_SEMANTIC_MEMORY_LO
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +46,50 @@ RUN = "extract@9"
 SPLITS = ("test", "tune")
 CONDITIONS = ("none", "memory", MEMORY_WITHOUT_LINES, "bm25", "tape-search", "full")
 ANSWER_MODEL = "local"
-ANSWERED: dict[str, tuple[str, ...]] = dict.fromkeys(SPLITS, CONDITIONS)
-"""The conditions the embedded model answers, per split (every one, on both): about 9 s per
-context of the plugin's budget on 2 cores (``make replay`` fails when one of them has no committed
-answer). The whole conversation (about 3,700 tokens a question) takes seconds a question after the
-first, not a minute: questions about one conversation, asked in a row, reuse its evaluated prefix
-(the context comes before the question)."""
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The part of each conversation a table reads, and the committed extraction of it.
+
+    Attributes:
+        sessions: each conversation's first sessions (None: the whole conversation).
+        splits: the splits it has an extraction of.
+        answered: the conditions the embedded model answers, per split (``make replay`` fails
+            when one of them has no committed answer).
+    """
+
+    sessions: int | None
+    splits: tuple[str, ...]
+    answered: Mapping[str, tuple[str, ...]]
+
+    @property
+    def name(self) -> str:
+        return f"s{self.sessions}" if self.sessions else "whole"
+
+    @property
+    def described(self) -> str:
+        return f"first {self.sessions} sessions" if self.sessions else "whole conversations"
+
+    def memory_report(self, split: str) -> Path:
+        return REPO / "evals" / "reports" / f"locomo-{split}-{self.name}-extract9" / "report.json"
+
+    def label(self, split: str) -> str:
+        """How a row names the split and the cut ("test", "tune (tuned on)", "test, whole conversations")."""
+        label = split if split == "test" else f"{split} (tuned on)"
+        return label if self.sessions == SESSIONS else f"{label}, {self.described}"
+
+
+FIRST_SESSIONS = Cut(SESSIONS, SPLITS, dict.fromkeys(SPLITS, CONDITIONS))
+"""Every condition answered on both splits: about 9 s per context of the plugin's budget on 2
+cores. The whole of the four sessions (about 3,700 tokens a question) takes seconds a question
+after the first, not a minute: questions about one conversation, asked in a row, reuse its
+evaluated prefix (the context comes before the question)."""
+WHOLE = Cut(None, ("test",), {"test": ()})
+"""The test conversations extracted whole so far (the committed report says which), scored
+without a model: answering every condition of about 800 questions would take days here."""
+CUTS = (FIRST_SESSIONS, WHOLE)
+TEST_CONVERSATIONS = 4
 GOALS = (  # memory − bm25, word-level context recall (issue 49's goals on the test conversations)
     (None, "categories 1-4", 0.10),
     ("2 temporal", "temporal", 0.40),
@@ -62,33 +104,31 @@ def locomo_file() -> Path:
     return Path(named) if named else REPO.parent / "shared" / "datasets" / "locomo" / "locomo8.json"
 
 
-def memory_report(split: str) -> Path:
-    return REPO / "evals" / "reports" / f"locomo-{split}-s{SESSIONS}-extract9" / "report.json"
-
-
-async def qa_report(split: str, path: Path, *, quick: bool = False, answer_model: Any = None) -> QAReport:
+async def qa_report(
+    split: str, path: Path, cut: Cut = FIRST_SESSIONS, *, quick: bool = False, answer_model: Any = None
+) -> QAReport:
     """The split's questions under every condition, answers replayed from the committed cache (on the
     answered splits); given ``answer_model``, the answered conditions only, asked of it where the
     cache has no answer."""
-    folder, ids = locomo_fixtures(path, REPO / ".cache" / "locomo", split=split, sessions=SESSIONS)
+    folder, ids = locomo_fixtures(path, REPO / ".cache" / "locomo", split=split, sessions=cut.sessions)
     fixtures = [f for f in load_fixtures(folder, ids=ids) if f.gold.questions]
     if quick:
         fixtures = fixtures[:1]
     ontology = PromptLibrary().load(RUN).ontology
-    memory, source = memory_from_report(memory_report(split), RUN, fixtures, ontology)
+    memory, source = memory_from_report(cut.memory_report(split), RUN, fixtures, ontology)
     fixtures = [f for f in fixtures if f.id in memory]  # the conversations the extraction covered
-    answered = bool(ANSWERED[split])
+    answered = cut.answered.get(split, ())
     options = QAOptions(
         ontology=ontology,
         budget=MemoryPolicy().budget,
-        conditions=CONDITIONS if answer_model is None else ANSWERED[split],
+        conditions=CONDITIONS if answer_model is None else answered,
         memory=memory,
         memory_source=source,
         answer_model=answer_model,
         answer_model_name=ANSWER_MODEL if answered else "",
         answer_context_tokens=8192,
         cache_dir=REPO / "evals" / "qa-cache" if answered else None,
-        replay=answered and answer_model is None,
+        replay=bool(answered) and answer_model is None,
     )
     return await run_qa(fixtures, options)
 
@@ -106,17 +146,19 @@ def _mean(report: QAReport, condition: str, metric: str, category: str | None = 
     return "–" if mean.value is None else f"{mean.value:.3f} (n={mean.n})"
 
 
-def _rows(section: Section, split: str, report: QAReport) -> None:
-    """The goal rows of one split (held to their targets on ``test`` only)."""
+def _rows(section: Section, split: str, report: QAReport, cut: Cut = FIRST_SESSIONS) -> None:
+    """The goal rows of one split and cut, held to their targets on ``test`` once every test
+    conversation is in (the answer rows only where the embedded model answers)."""
     counts = _counts(report)
-    label = split if split == "test" else f"{split} (tuned on)"
+    label = cut.label(split)
+    held = split == "test" and len({item.fixture for item in report.items}) == TEST_CONVERSATIONS
     for category, name, goal in GOALS:
         point, text = _delta(report, "bm25", "word_recall", category)
         section.row(
             f"LoCoMo {label}: memory − bm25, word-level context recall, {name}",
             text,
             f"≥ +{goal:.2f}" if split == "test" else "",
-            None if split != "test" or point is None else point >= goal,
+            None if not held or point is None else point >= goal,
             f"memory {_mean(report, 'memory', 'word_recall', category)}, "
             f"bm25 {_mean(report, 'bm25', 'word_recall', category)}, "
             f"tape-search {_mean(report, 'tape-search', 'word_recall', category)}; {counts}",
@@ -132,12 +174,20 @@ def _rows(section: Section, split: str, report: QAReport) -> None:
         f"{_mean(report, 'tape-search', 'word_recall')}",
         kind="share",
     )
+    answered = cut.answered.get(split, ())
+    if answered:
+        _answer_rows(section, label, report, answered, held=held)
+
+
+def _answer_rows(
+    section: Section, label: str, report: QAReport, answered: tuple[str, ...], *, held: bool
+) -> None:
     point, text = _delta(report, "bm25", "f1", None)
     section.row(
         f"LoCoMo {label}: answer token F1 with the embedded model, memory − bm25",
         text,
-        f"≥ +{GOAL_F1:.2f}" if split == "test" else "",
-        None if split != "test" or point is None else point >= GOAL_F1,
+        f"≥ +{GOAL_F1:.2f}" if held else "",
+        None if not held or point is None else point >= GOAL_F1,
         f"memory {_mean(report, 'memory', 'f1')}, bm25 {_mean(report, 'bm25', 'f1')}, "
         f"tape-search {_mean(report, 'tape-search', 'f1')}, none {_mean(report, 'none', 'f1')}",
         kind="share",
@@ -147,15 +197,12 @@ def _rows(section: Section, split: str, report: QAReport) -> None:
     section.row(
         f"LoCoMo {label}: adversarial questions answered 'unknown', memory vs bm25",
         f"{_rate(unknown['memory'])} vs {_rate(unknown['bm25'])}",
-        "memory ≥ bm25" if split == "test" else "",
-        None if split != "test" or memory is None or bm25 is None else memory >= bm25,
+        "memory ≥ bm25" if held else "",
+        None if not held or memory is None or bm25 is None else memory >= bm25,
         f"tape-search {_rate(unknown['tape-search'])}; LoCoMo's category 5: the question's premise "
         "is false; the fixed rule accepts 'unknown'",
         kind="share",
     )
-    answered = ANSWERED[split]
-    if not answered:
-        return
     missing = sum(report.unanswered(condition) for condition in answered)
     section.row(
         f"LoCoMo {label}: committed answers, contexts with no cached answer",
@@ -175,7 +222,7 @@ def _rate(rate: Rate) -> str:
 
 def _counts(report: QAReport) -> str:
     conversations = len({item.fixture for item in report.items})
-    return f"{len(report.items)} questions of {conversations} conversations"
+    return f"{len(report.items)} questions of {conversations} conversation{'s' if conversations != 1 else ''}"
 
 
 def _accuracy(report: QAReport, condition: str) -> str:
@@ -186,10 +233,12 @@ def _accuracy(report: QAReport, condition: str) -> str:
     return f"{accuracy.value:.3f} ({accuracy.hits}/{accuracy.n}) [{interval[0]:.3f}, {interval[1]:.3f}]"
 
 
-def _tables(split: str, report: QAReport) -> list[Table]:
+def _tables(split: str, report: QAReport, cut: Cut = FIRST_SESSIONS) -> list[Table]:
     label = "test" if split == "test" else "tune, tuned on"
+    label = label if cut.sessions == SESSIONS else f"{label}, {cut.described}"
+    answered = cut.answered.get(split, ())
     tokens = Table(
-        f"LoCoMo {label}: tokens per question and answers ({_counts(report)}, first {SESSIONS} sessions)",
+        f"LoCoMo {label}: tokens per question and answers ({_counts(report)}, {cut.described})",
         ["condition", "tokens / question", "answer accuracy (fixed rule)", "answer token F1"],
     )
     for condition in report.conditions:
@@ -197,14 +246,16 @@ def _tables(split: str, report: QAReport) -> list[Table]:
             [
                 f"`{condition}`",
                 f"{report.tokens(condition):,.0f}",
-                _accuracy(report, condition) if condition in ANSWERED[split] else "–",
-                _mean(report, condition, "f1") if condition in ANSWERED[split] else "–",
+                _accuracy(report, condition) if condition in answered else "–",
+                _mean(report, condition, "f1") if condition in answered else "–",
             ]
         )
     tables = [tokens]
     for title, header, rows in source_category_tables(report):
         if title.startswith("Answer"):  # the answered conditions only (a stray cached answer is no score)
-            rows = [row for row in rows if row[0].removeprefix("memory − ") in ANSWERED[split]]
+            rows = [row for row in rows if row[0].removeprefix("memory − ") in answered]
+            if not rows:
+                continue
         tables.append(Table(f"LoCoMo {label}: {title.lower()}, by LoCoMo's category", header, list(rows)))
     return tables
 
@@ -216,7 +267,9 @@ async def run(config: BenchConfig) -> Section:
         "LoCoMo",
         method=(
             f"`semantic-memory eval qa --locomo` over the {' and '.join(SPLITS)} conversations, first "
-            f"{SESSIONS} sessions each, at the plugin's budget ({MemoryPolicy().budget} tokens): memory is "
+            f"{SESSIONS} sessions each, and the test conversations whole as far as they are extracted "
+            "(`evals/reports/locomo-test-whole-extract9`, no answers yet), at the plugin's budget "
+            f"({MemoryPolicy().budget} tokens): memory is "
             f"the note the plugin's service renders from the committed extraction of {RUN} on the embedded "
             "model at the plugin's cadence (`evals/reports/locomo-<split>-s4-extract9`); answers are the "
             "embedded model's, replayed from `evals/qa-cache`. Word-level recall: the share of the "
@@ -232,23 +285,30 @@ async def run(config: BenchConfig) -> Section:
     if not path.is_file():
         section.skipped = f"no LoCoMo file at {path} (set BUB_SEMANTIC_MEMORY_LOCOMO)"
         return section
-    for split in SPLITS:
-        if not memory_report(split).is_file():
-            section.notes.append(
-                f"{split}: no committed extraction at {memory_report(split).relative_to(REPO)}"
-            )
-            continue
-        report = await qa_report(split, path, quick=config.quick)
-        _rows(section, split, report)
-        section.tables += _tables(split, report)
-        section.notes.append(report.memory_source)
+    for cut in CUTS:
+        for split in cut.splits:
+            await _split(section, cut, split, path, quick=config.quick)
     return section
 
 
+async def _split(section: Section, cut: Cut, split: str, path: Path, *, quick: bool) -> None:
+    """One split of one cut: its rows, tables and where its memory came from."""
+    committed = cut.memory_report(split)
+    if not committed.is_file():
+        where = committed.relative_to(REPO)
+        section.notes.append(f"{split}, {cut.described}: no committed extraction at {where}")
+        return
+    report = await qa_report(split, path, cut, quick=quick)
+    _rows(section, split, report, cut)
+    section.tables += _tables(split, report, cut)
+    section.notes.append(report.memory_source)
+
+
 async def answer_again(backend: Any) -> None:
-    """Ask ``backend`` what the committed cache has no answer for, on the answered splits."""
-    for split in (split for split, conditions in ANSWERED.items() if conditions):
-        await qa_report(split, locomo_file(), answer_model=backend)
+    """Ask ``backend`` what the committed cache has no answer for, on the answered cuts and splits."""
+    for cut in CUTS:
+        for split in (split for split, conditions in cut.answered.items() if conditions):
+            await qa_report(split, locomo_file(), cut, answer_model=backend)
 
 
 if __name__ == "__main__":
