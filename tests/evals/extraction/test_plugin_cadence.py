@@ -215,3 +215,20 @@ async def test_a_replay_is_cached_turn_by_turn_only_under_the_use_policy(
         await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
     partial = list((tmp_path / "cache").glob("*/*.partial.json"))
     assert len(partial) == 1 and '"replayed_entries"' in partial[0].read_text()
+
+
+async def test_a_replay_cut_short_by_other_replay_code_is_started_over_and_says_why(
+    lunch_fixture: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    prompt = PromptLibrary().load("extract@2")
+    oracle = OracleResponder.from_golds([lunch_fixture.gold])
+    with FakeOpenAIServer(responder=_fails_after_the_first_window(oracle)) as server:
+        await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+    monkeypatch.setattr(
+        "bub_semantic_memory.evals.extraction._runner.replay_code_sha256", lambda: "0" * 64
+    )  # the scheduler, the cadence or the service changed since the partial was stored
+    with FakeOpenAIServer(responder=oracle) as server:
+        again = await run_eval([lunch_fixture], [prompt], _options(server, tmp_path, "plugin"))
+        sent = len(server.requests)
+    assert again.runs[0].fixtures[0].ok and sent == 3  # every window again, the first one too
+    assert "started over: the replay's code changed since" in caplog.text

@@ -449,3 +449,18 @@ def test_an_accuracy_comes_with_its_wilson_interval() -> None:
     assert Rate(hits=0, n=0).interval() is None
     every = Rate(hits=12, n=12).interval()
     assert every is not None and every[1] == 1.0 and 0.7 < every[0] < 0.8  # not the normal's [1, 1]
+
+
+async def test_a_question_cancelled_while_its_memory_loads_leaves_the_load_to_the_others() -> None:
+    import asyncio
+
+    from bub_semantic_memory.evals.qa._run import _FixtureParts
+
+    fixture = next(f for f in load_fixtures(REPO / "evals" / "fixtures", tags=["quick"]) if f.gold.questions)
+    parts = _FixtureParts(fixture, QAOptions(ontology=ONTOLOGY, memory={fixture.id: []}))
+    first = asyncio.ensure_future(parts.memory("memory"))
+    second = asyncio.ensure_future(parts.memory("memory"))
+    await asyncio.sleep(0)
+    first.cancel()
+    loaded = await second
+    assert loaded.tape == fixture.id and first.cancelled()

@@ -31,7 +31,10 @@ A replay at the plugin's cadence of a long conversation makes hundreds of reques
 or more on a local model, so it is also cached as it goes: at the end of each turn that stored a
 snapshot and failed nothing, the snapshots so far and how many entries were replayed
 (:class:`PartialReplay`, beside the complete entry's file, under the same key). A run cut short
-(stopped, killed, or failed for good) resumes there; the complete entry replaces it.
+(stopped, killed, or failed for good) resumes there; the complete entry replaces it. The windows
+of a replay are also decided by the plugin's own code (its cadence, the service), which the key
+does not hold: a partial replay records a hash of that code (:func:`replay_code_sha256`), and one
+made by other code is started over rather than finished by a mix of the two.
 
 Erasure (``forget --purge``) reaches the cache through :meth:`ResponseCache.purge`: a file
 belongs to a tape when one of its snapshots is of that tape (the request is kept only as the
@@ -70,6 +73,7 @@ __all__ = [
     "ResponseCache",
     "cache_key",
     "extraction_code_sha256",
+    "replay_code_sha256",
 ]
 
 CACHE_FORMAT = 2
@@ -140,11 +144,19 @@ class PartialReplay(CachedExtraction):
     replayed_entries: int
     failures: int = 0
     """Extractions that had failed by then (each was tried again, and later succeeded)."""
+    last_entry_id: int = 0
+    """The id of the last entry replayed: a tape whose entries moved is started over."""
+    code_sha256: str = ""
+    """:func:`replay_code_sha256` of the run that stored it."""
 
 
 PACKAGE = "bub_semantic_memory"
 EXTRACTION_ENTRY = f"{PACKAGE}.extraction._extractor"
 """Where the extraction code starts: it and every package module it imports make the revision."""
+
+
+REPLAY_ENTRY = f"{PACKAGE}.evals.extraction._replay"
+"""Where a replay at the plugin's cadence starts: with the modules it reaches, it decides the windows."""
 
 
 @functools.cache
@@ -155,8 +167,19 @@ def extraction_code_sha256() -> str:
     Each module is hashed as its syntax tree without docstrings, so editing a comment, a
     docstring or the layout leaves the cache valid.
     """
+    return _code_sha256(EXTRACTION_ENTRY)
+
+
+@functools.cache
+def replay_code_sha256() -> str:
+    """A sha256 of the code a replay at the plugin's cadence runs (``REPLAY_ENTRY`` and what it
+    reaches: the service, its scheduler and cadence, the stores), as :func:`extraction_code_sha256`."""
+    return _code_sha256(REPLAY_ENTRY)
+
+
+def _code_sha256(entry: str) -> str:
     digest = hashlib.sha256()
-    for module, tree in sorted(_reached_modules(EXTRACTION_ENTRY).items()):
+    for module, tree in sorted(_reached_modules(entry).items()):
         digest.update(f"{module}\0{_shape(tree)}\0".encode())
     return digest.hexdigest()
 

@@ -17,10 +17,11 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from rich.console import Console
 
@@ -43,6 +44,7 @@ from bub_semantic_memory.evals.extraction._cache import (
     ResponseCache,
     cache_key,
     extraction_code_sha256,
+    replay_code_sha256,
 )
 from bub_semantic_memory.evals.extraction._labels import LabelMap, ontology_sha256, scoring_config
 from bub_semantic_memory.evals.extraction._progress import RunProgress
@@ -57,6 +59,11 @@ from bub_semantic_memory.evals.extraction._scoring import FixtureScore, ScoringC
 from bub_semantic_memory.extraction import Extractor, ExtractorConfig, PromptTemplate, candidate_names
 from bub_semantic_memory.memory import MemoryGraph
 from bub_semantic_memory.tape import Entry, render_transcript
+
+if TYPE_CHECKING:
+    from bub_semantic_memory.evals.extraction._replay import ReplayCheckpoint
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["CachePolicy", "Cadence", "RunOptions", "prediction_from_snapshots", "run_eval"]
 
@@ -228,20 +235,10 @@ class _PromptRunner:
         Under the ``use`` cache policy the replay resumes where a run cut short stood, and
         stores where it stands after each turn; ``requests_made`` counts this run's requests.
         """
-        from bub_semantic_memory.evals.extraction._replay import ReplayCheckpoint, replay_as_plugin
+        from bub_semantic_memory.evals.extraction._replay import replay_as_plugin
 
         caching = self.options.cache == "use"
-        partial = self.cache.get_partial(key) if caching else None
-        resume = (
-            ReplayCheckpoint(list(partial.snapshots), partial.replayed_entries, partial.failures)
-            if partial is not None
-            else None
-        )
-        if resume is not None and self.progress is not None:
-            self.progress.note(
-                f"{fixture.id}: resuming after entry {resume.replayed_entries} of {len(entries)} "
-                f"({len(resume.snapshots)} snapshot(s) cached by an earlier run)"
-            )
+        resume = self._resumable(fixture, entries, key) if caching else None
 
         def store(checkpoint: ReplayCheckpoint) -> None:
             self.cache.put_partial(
@@ -251,6 +248,8 @@ class _PromptRunner:
                     snapshots=checkpoint.snapshots,
                     replayed_entries=checkpoint.replayed_entries,
                     failures=checkpoint.failures,
+                    last_entry_id=entries[checkpoint.replayed_entries - 1].id,
+                    code_sha256=replay_code_sha256(),
                 )
             )
 
@@ -280,6 +279,33 @@ class _PromptRunner:
         if caching:
             self.cache.put(key, fields, replayed.snapshots)
         return _Outcome(snapshots=replayed.snapshots, requests_made=made)
+
+    def _resumable(self, fixture: Fixture, entries: list[Entry], key: str) -> ReplayCheckpoint | None:
+        """Where a replay of ``fixture`` cut short stood, if it can be finished by this run: made by
+        the same replay code, of the same tape, up to the end of one of its turns (else it is
+        started over, and the log says why)."""
+        from bub_semantic_memory.evals.extraction._replay import ReplayCheckpoint, turn_ends
+
+        partial = self.cache.get_partial(key)
+        if partial is None:
+            return None
+        count = partial.replayed_entries
+        problem = None
+        if partial.code_sha256 != replay_code_sha256():
+            problem = "the replay's code changed since"
+        elif count not in turn_ends(entries) or entries[count - 1].id != partial.last_entry_id:
+            problem = f"its {count} entries are not whole turns of this tape"
+        elif any(s.tape != fixture.id for s in partial.snapshots):
+            problem = "its snapshots are of another tape"
+        if problem is not None:
+            logger.warning("eval cache: a replay of %s cut short is started over: %s", fixture.id, problem)
+            return None
+        if self.progress is not None:
+            self.progress.note(
+                f"{fixture.id}: resuming after entry {partial.last_entry_id} of {entries[-1].id} "
+                f"({len(partial.snapshots)} snapshot(s) cached by an earlier run)"
+            )
+        return ReplayCheckpoint(list(partial.snapshots), count, partial.failures)
 
     def result(
         self, fixture: Fixture, outcome: _Outcome, config: ScoringConfig

@@ -146,7 +146,8 @@ class _FixtureParts:
         """The memory of ``condition`` (one of the memory conditions), loaded once."""
         if condition not in self._memories:  # a task: questions asked at once share one load
             self._memories[condition] = asyncio.ensure_future(self._load(condition))
-        return await self._memories[condition]
+        # shielded: a question cancelled while it waits must not cancel the load the others share
+        return await asyncio.shield(self._memories[condition])
 
     async def _load(self, condition: str) -> LoadedMemory:
         fixture, options = self.fixture, self.options
