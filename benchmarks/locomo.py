@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import REPO, BenchConfig, Section, Table, answer_main
+from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.evals import load_fixtures
 from bub_semantic_memory.evals.importers import locomo_fixtures
@@ -71,8 +72,14 @@ class Cut:
     def described(self) -> str:
         return f"first {self.sessions} sessions" if self.sessions else "whole conversations"
 
-    def memory_report(self, split: str) -> Path:
-        return REPO / "evals" / "reports" / f"locomo-{split}-{self.name}-extract9" / "report.json"
+    def reports_dir(self, split: str) -> Path:
+        return REPO / "evals" / "reports" / f"locomo-{split}-{self.name}-extract9"
+
+    def memory_reports(self, split: str) -> list[Path]:
+        """The committed extraction reports: one for the first sessions of every conversation; one
+        per conversation extracted whole (``<conversation>/report.json``), each run on its own."""
+        folder = self.reports_dir(split)
+        return [folder / "report.json"] if self.sessions else sorted(folder.glob("*/report.json"))
 
     def label(self, split: str) -> str:
         """How a row names the split and the cut ("test", "tune (tuned on)", "test, whole conversations")."""
@@ -115,7 +122,12 @@ async def qa_report(
     if quick:
         fixtures = fixtures[:1]
     ontology = PromptLibrary().load(RUN).ontology
-    memory, source = memory_from_report(cut.memory_report(split), RUN, fixtures, ontology)
+    memory: dict[str, list[Snapshot]] = {}
+    sources = []
+    for committed in cut.memory_reports(split):
+        found, source = memory_from_report(committed, RUN, fixtures, ontology)
+        memory |= found
+        sources.append(source)
     fixtures = [f for f in fixtures if f.id in memory]  # the conversations the extraction covered
     answered = cut.answered.get(split, ())
     options = QAOptions(
@@ -123,7 +135,7 @@ async def qa_report(
         budget=MemoryPolicy().budget,
         conditions=CONDITIONS if answer_model is None else answered,
         memory=memory,
-        memory_source=source,
+        memory_source="; ".join(sources),
         answer_model=answer_model,
         answer_model_name=ANSWER_MODEL if answered else "",
         answer_context_tokens=8192,
@@ -268,7 +280,7 @@ async def run(config: BenchConfig) -> Section:
         method=(
             f"`semantic-memory eval qa --locomo` over the {' and '.join(SPLITS)} conversations, first "
             f"{SESSIONS} sessions each, and the test conversations whole as far as they are extracted "
-            "(`evals/reports/locomo-test-whole-extract9`, no answers yet), at the plugin's budget "
+            "(`evals/reports/locomo-test-whole-extract9/<conversation>`, no answers yet), at the plugin's budget "
             f"({MemoryPolicy().budget} tokens): memory is "
             f"the note the plugin's service renders from the committed extraction of {RUN} on the embedded "
             "model at the plugin's cadence (`evals/reports/locomo-<split>-s4-extract9`); answers are the "
@@ -293,10 +305,10 @@ async def run(config: BenchConfig) -> Section:
 
 async def _split(section: Section, cut: Cut, split: str, path: Path, *, quick: bool) -> None:
     """One split of one cut: its rows, tables and where its memory came from."""
-    committed = cut.memory_report(split)
-    if not committed.is_file():
-        where = committed.relative_to(REPO)
-        section.notes.append(f"{split}, {cut.described}: no committed extraction at {where}")
+    committed = [path for path in cut.memory_reports(split) if path.is_file()]
+    if not committed:
+        where = cut.reports_dir(split).relative_to(REPO)
+        section.notes.append(f"{split}, {cut.described}: no committed extraction in {where}")
         return
     report = await qa_report(split, path, cut, quick=quick)
     _rows(section, split, report, cut)
