@@ -280,8 +280,8 @@ async def run(config: BenchConfig) -> Section:
         method=(
             f"`semantic-memory eval qa --locomo` over the {' and '.join(SPLITS)} conversations, first "
             f"{SESSIONS} sessions each, and the test conversations whole as far as they are extracted "
-            "(`evals/reports/locomo-test-whole-extract9/<conversation>`, no answers yet), at the plugin's budget "
-            f"({MemoryPolicy().budget} tokens): memory is "
+            "(`evals/reports/locomo-test-whole-extract9/<conversation>`, no answers yet), at the plugin's "
+            f"budget ({MemoryPolicy().budget} tokens): memory is "
             f"the note the plugin's service renders from the committed extraction of {RUN} on the embedded "
             "model at the plugin's cadence (`evals/reports/locomo-<split>-s4-extract9`); answers are the "
             "embedded model's, replayed from `evals/qa-cache`. Word-level recall: the share of the "
