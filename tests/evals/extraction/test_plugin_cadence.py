@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -232,3 +233,25 @@ async def test_a_replay_cut_short_by_other_replay_code_is_started_over_and_says_
         sent = len(server.requests)
     assert again.runs[0].fixtures[0].ok and sent == 3  # every window again, the first one too
     assert "started over: the replay's code changed since" in caplog.text
+
+
+async def test_the_turn_a_replay_is_at_is_reported_with_the_extractions_that_failed(
+    lunch_fixture: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.console import Console
+
+    from bub_semantic_memory.evals.extraction._progress import RunProgress
+
+    said: list[str] = []
+    monkeypatch.setattr(RunProgress, "fixture_progress", lambda self, fixture, where: said.append(where))
+    prompt = PromptLibrary().load("extract@2")
+    oracle = OracleResponder.from_golds([lunch_fixture.gold])
+    with FakeOpenAIServer(responder=_fails_after_the_first_window(oracle)) as server:
+        options = dataclasses.replace(_options(server, tmp_path, "plugin"), progress=True)
+        await run_eval([lunch_fixture], [prompt], options, console=Console(file=io.StringIO()))
+    assert said[0] == f"turn 1 of {TURNS}" and len(said) == TURNS
+    assert said[6] == f"turn 7 of {TURNS}"  # the first window, extracted after turn 6, did not fail
+    assert "failed" not in " ".join(said[:11])
+    assert (
+        said[-1] == f"turn {TURNS} of {TURNS}, 3 extraction(s) failed"
+    )  # turn 12's, tried again at 13 and 14

@@ -108,7 +108,7 @@ async def replay_as_plugin(
     policy: MemoryPolicy | None = None,
     resume: ReplayCheckpoint | None = None,
     on_checkpoint: Callable[[ReplayCheckpoint], None] | None = None,
-    on_turn: Callable[[int, int], None] | None = None,
+    on_turn: Callable[[int, int, int], None] | None = None,
 ) -> Replayed:
     """Append ``entries`` a turn at a time and let the plugin's service extract at its cadence.
 
@@ -127,7 +127,8 @@ async def replay_as_plugin(
         on_checkpoint: called with where the replay stands after each turn whose extraction
             stored snapshots and failed nothing (a failure waiting to be retried is state
             that a checkpoint could not carry).
-        on_turn: called with (turns replayed, turns in all) after each turn.
+        on_turn: called with (turns replayed, turns in all, extractions failed so far) after each
+            turn.
     """
     from bub.store import InMemoryTapeStore
 
@@ -151,7 +152,7 @@ async def replay_as_plugin(
         service.schedule(tape, store)
         await asyncio.gather(*service.running())
         if on_turn is not None:
-            on_turn(turn, len(ends))
+            on_turn(turn, len(ends), service.stats["extraction_failures"])
         clean = service.stats["snapshots"] > stored and service.stats["extraction_failures"] == failures
         if on_checkpoint is not None and clean:
             on_checkpoint(

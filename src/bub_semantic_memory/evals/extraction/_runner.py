@@ -253,9 +253,10 @@ class _PromptRunner:
                 )
             )
 
-        def turn_done(turn: int, turns: int) -> None:
-            if self.progress is not None:
-                self.progress.fixture_progress(fixture.id, f"turn {turn} of {turns}")
+        def turn_done(turn: int, turns: int, failures: int) -> None:
+            if self.progress is not None:  # failures too: a replay whose every extraction fails goes on
+                failed = f", {failures} extraction(s) failed" if failures else ""
+                self.progress.fixture_progress(fixture.id, f"turn {turn} of {turns}{failed}")
 
         replayed = await replay_as_plugin(
             entries,
