@@ -97,6 +97,12 @@ class Row:
     check: bool = False
 
 
+def repo_relative(text: str) -> str:
+    """``text`` with the repository's absolute path taken out of the paths it names (RESULTS.md is
+    read on other machines)."""
+    return text.replace(f"{REPO}/", "")
+
+
 def md_cell(value: Any) -> str:
     """``value`` as the text of one Markdown table cell."""
     return str(value).replace("|", "\\|").replace("\n", " ")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, BenchConfig, Section, Table, answer_main
+from benchmarks.common import REPO, BenchConfig, Section, Table, answer_main, repo_relative
 from bub_semantic_memory._models import Snapshot
 from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.evals import load_fixtures
@@ -127,7 +127,7 @@ async def qa_report(
     for committed in cut.memory_reports(split):
         found, source = memory_from_report(committed, RUN, fixtures, ontology)
         memory |= found
-        sources.append(source)
+        sources.append(repo_relative(source))
     fixtures = [f for f in fixtures if f.id in memory]  # the conversations the extraction covered
     answered = cut.answered.get(split, ())
     options = QAOptions(

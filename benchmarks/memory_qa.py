@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, BenchConfig, Section, Table, answer_main
+from benchmarks.common import REPO, BenchConfig, Section, Table, answer_main, repo_relative
 from bub_semantic_memory.agent import MemoryPolicy
 from bub_semantic_memory.evals import Fixture, load_fixtures
 from bub_semantic_memory.evals.qa import (
@@ -161,7 +161,7 @@ async def _run(
         budget=MemoryPolicy().budget,
         conditions=tuple(conditions),
         memory=memory,
-        memory_source=source,
+        memory_source=repo_relative(source),
         answer_model=answer_model,
         answer_model_name=ANSWER_MODEL,
         answer_context_tokens=8192,

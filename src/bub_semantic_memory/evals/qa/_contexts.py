@@ -45,13 +45,13 @@ __all__ = [
     "MEMORY_WITHOUT_LINES",
     "Context",
     "LoadedMemory",
+    "SearchableTape",
     "bm25_context",
     "full_context",
     "load_memory",
     "memory_context",
     "pack",
     "search_words",
-    "searchable_tape",
     "snapshots_of",
     "tape_search_context",
 ]
@@ -278,32 +278,41 @@ def search_words(question: str) -> list[str]:
     return ordered[:_MAX_SEARCH_WORDS]
 
 
-def searchable_tape(entries: Sequence[Entry]) -> Any:
-    """A tape store holding ``entries`` as the tape ``qa``, for :func:`tape_search_context`."""
-    from bub.store import InMemoryTapeStore
+class SearchableTape:
+    """The entries in a tape store as the tape ``qa``, searched as bub's ``tape.search`` searches it;
+    each word's matches are remembered, for the other questions about the same tape."""
 
-    from bub_semantic_memory.stores import append_entries
+    def __init__(self, entries: Sequence[Entry]) -> None:
+        from bub.store import InMemoryTapeStore
 
-    store: Any = InMemoryTapeStore()
-    append_entries(store, _SEARCHED_TAPE, entries)
-    return store
+        from bub_semantic_memory.stores import append_entries
+
+        self.store: Any = InMemoryTapeStore()
+        append_entries(self.store, _SEARCHED_TAPE, entries)
+        self._found: dict[str, list[Any]] = {}
+
+    def search(self, word: str) -> list[Any]:
+        """The entries ``tape.search`` finds for ``word`` (its kinds and limit)."""
+        from bub.tape import TapeQuery
+
+        if word not in self._found:
+            query = TapeQuery(tape=_SEARCHED_TAPE, store=self.store)
+            self._found[word] = list(
+                self.store.fetch_all(query.query(word).kinds(*_SEARCH_KINDS).limit(_SEARCH_LIMIT))
+            )
+        return self._found[word]
 
 
 async def tape_search_context(
-    entries: Sequence[Entry], question: str, *, budget: int, store: Any = None
+    entries: Sequence[Entry], question: str, *, budget: int, tape: SearchableTape | None = None
 ) -> Context:
     """bub's ``tape.search``, once per content word, merged in tape order and packed into the budget.
 
-    ``store``: the entries already in a store (:func:`searchable_tape`), shared by the questions
-    about one tape."""
-    from bub.tape import TapeQuery
-
-    store = store if store is not None else searchable_tape(entries)
-    tape = _SEARCHED_TAPE
+    ``tape``: the entries already searchable (shared by the questions about one tape)."""
+    tape = tape if tape is not None else SearchableTape(entries)
     found: dict[int, Any] = {}
     for word in search_words(question):
-        query = TapeQuery(tape=tape, store=store).query(word).kinds(*_SEARCH_KINDS).limit(_SEARCH_LIMIT)
-        for entry in store.fetch_all(query):
+        for entry in tape.search(word):
             found.setdefault(entry.id, entry)
     # what the agent reads: the tool's own rendering of each match, oldest first
     lines = [

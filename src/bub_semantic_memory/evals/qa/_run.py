@@ -44,11 +44,11 @@ from bub_semantic_memory.evals.qa._contexts import (
     MEMORY_WITHOUT_LINES,
     Context,
     LoadedMemory,
+    SearchableTape,
     bm25_context,
     full_context,
     load_memory,
     rendered,
-    searchable_tape,
     snapshots_of,
     tape_search_context,
 )
@@ -116,7 +116,7 @@ class QAOptions:
 
 class _FixtureParts:
     """What every question about one fixture shares, built once per run: its entries, its
-    transcript, the store ``tape.search`` reads and each memory condition's loaded memory.
+    transcript, the tape ``tape.search`` searches and each memory condition's loaded memory.
 
     A memory is loaded for its first question and reused by the others: loading renders,
     redacts and indexes the whole tape, which for a conversation of hundreds of turns costs
@@ -127,7 +127,7 @@ class _FixtureParts:
         self.options = options
         self.entries = fixture.entries()
         self._transcript: Transcript | None = None
-        self._search_store: Any = None
+        self._searchable: SearchableTape | None = None
         self._memories: dict[str, asyncio.Task[LoadedMemory]] = {}
 
     @property
@@ -137,10 +137,10 @@ class _FixtureParts:
         return self._transcript
 
     @property
-    def search_store(self) -> Any:
-        if self._search_store is None:
-            self._search_store = searchable_tape(self.entries)
-        return self._search_store
+    def searchable(self) -> SearchableTape:
+        if self._searchable is None:
+            self._searchable = SearchableTape(self.entries)
+        return self._searchable
 
     async def memory(self, condition: str) -> LoadedMemory:
         """The memory of ``condition`` (one of the memory conditions), loaded once."""
@@ -190,7 +190,7 @@ async def _contexts(parts: _FixtureParts, question: Question, options: QAOptions
         elif condition == "tape-search":
             built.append(
                 await tape_search_context(
-                    parts.entries, question.question, budget=options.budget, store=parts.search_store
+                    parts.entries, question.question, budget=options.budget, tape=parts.searchable
                 )
             )
         elif condition == "bm25":

@@ -43,8 +43,12 @@ project's own "unknown" (its answering prompt asks for that word)."""
 _STEMMER = snowballstemmer.stemmer("porter")
 
 
+@functools.lru_cache(maxsize=512)
 def normalize(text: str) -> str:
-    """Case, accents and punctuation folded, words separated by single spaces (for answer matching)."""
+    """Case, accents and punctuation folded, words separated by single spaces (for answer matching).
+
+    Remembered for the last texts: a context is scored twice (the whole answer, its words), and the
+    whole conversation is the same context for every question about it."""
     folded = unicodedata.normalize("NFKD", text.casefold())
     plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
     return " ".join(re.findall(r"\w+", plain))
