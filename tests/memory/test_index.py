@@ -573,6 +573,50 @@ def test_a_line_that_asks_brings_its_reply_though_the_reply_shares_no_word_with_
     assert [p.entry_id for p in index.passages("hobbies busy reading")].count(25) == 1  # once, though matched
 
 
+def test_the_words_a_question_is_built_of_do_not_outrank_the_word_it_is_about() -> None:
+    index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t"))
+    chatter = {40 + i: f"[{40 + i}] user (Joanna): What has made you pick that one, Nate?" for i in range(3)}
+    cake = "[70] user (Nate): I tried a new recipe: coconut milk ice cream."
+    filler = {100 + i: f"[{100 + i}] user (Joanna): Sounds good to me." for i in range(20)}
+    index.refresh({**LINES, **chatter, 70: cake, **filler})
+    found = [p.entry_id for p in index.passages("What recipes has Nate made?", limit=3)]
+    assert found[0] == 70  # "what", "has": not what the question is about
+    assert [p.entry_id for p in index.passages("What was that?", limit=1)] != []  # nothing else to search by
+
+
+def test_a_question_about_one_sender_gets_their_lines_first_and_the_questions_they_answered() -> None:
+    lines = {
+        50: "[50] user (Tim): I collect fantasy books, a big collection.",
+        51: "[51] user (Tim): My collection of maps keeps growing.",
+        60: "[60] user (Tim): Do you collect anything, John?",
+        61: "[61] user (John): Sneakers! And jerseys.",
+        62: "[62] user (John): I started a collection of DVDs last year, after we moved to the new flat.",
+    }
+    lines |= {70 + i: f"[{70 + i}] user ({who}): Nice to hear!" for i, who in enumerate(["John", "Tim"] * 6)}
+    senders = {entry: text.split("(")[1].split(")")[0] for entry, text in lines.items()}
+    named = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t"))
+    named.refresh({**LINES, **lines}, senders=senders)
+    plain = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t"))
+    plain.refresh({**LINES, **lines})  # a tape that names no sender (a personal tape: "user")
+
+    def found(index: MemoryIndex, question: str) -> list[int]:
+        return [p.entry_id for p in index.passages(question, limit=4)]
+
+    question = "What items does John collect?"
+    assert found(plain, question).index(62) > found(plain, question).index(50)  # BM25 alone
+    first = found(named, question)
+    assert set(first[:3]) == {60, 61, 62} and set(first[3:]) == {50, 51}  # John's, then the rest on topic
+    assert not any(entry >= 70 for entry in first)  # a line of his that is not about it stays out
+    for other in ("What do Tim and John collect?", "Who is John?", "What items does john collect?"):
+        assert found(named, other) == found(plain, other)  # two names, nothing but the name, not as written
+
+
+def test_the_us_is_a_word_to_search_for() -> None:
+    index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t"))
+    index.refresh({**LINES, 90: "[90] user: The US was great, we loved it."})
+    assert [p.entry_id for p in index.passages("When did they visit the US?")] == [90]
+
+
 def test_a_reply_a_forget_hides_is_not_brought_by_the_line_that_asked() -> None:
     from bub_semantic_memory.memory._edit_builder import forget_entity
 

@@ -131,7 +131,10 @@ class TapeMemories:
             lines = render_transcript(entries, redact=self._redactor, report=report).lines
             said = _said(entries)
             dates = {entry.id: entry.date for entry in entries if getattr(entry, "date", "")}
-            index.refresh({line.entry_id: line.text for line in lines if line.entry_id in said}, dates)
+            senders = {line.entry_id: line.sender for line in lines if line.sender}
+            index.refresh(
+                {line.entry_id: line.text for line in lines if line.entry_id in said}, dates, senders
+            )
 
     def _remember(self, tape: str, loaded: MemoryLoad) -> None:
         self._graphs[tape] = loaded.graph
