@@ -564,10 +564,13 @@ class MemoryIndex:
         edits = self.graph.edits
         room = _CANDIDATES if edits else 0  # for lines a forget hides; without edits none is hidden
         sender = self._sender_named(question)
+        if sender is not None and not self._asks_about_more_than(question, sender):
+            sender = None  # "Who is Nate?": nothing to prefer their lines about
+        read = (2 * limit if sender else limit) + room  # a reorder reads past the limit
         with self._lock:
-            ranked = self._ranked_lines(question, 2 * limit + room)
-            if sender is not None and self._asks_about_more_than(question, sender):
-                topical = set(self._ranked_lines(question, 2 * limit + room, leave_out=_words(sender)))
+            ranked = self._ranked_lines(question, read)
+            if sender is not None:
+                topical = set(self._ranked_lines(question, read, leave_out=_words(sender)))
                 ranked = self._said_by_first(sender, [e for e in ranked if e in topical]) + [
                     e for e in ranked if e not in topical
                 ]
