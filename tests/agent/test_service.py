@@ -533,3 +533,20 @@ async def test_a_fact_quotes_its_line_with_the_day_it_was_said_and_what_yesterda
     assert "  - Maya Lin attends pottery class" in block.splitlines()
     quote = "    > [3] (Monday 8 May 2023) user: I went to the pottery class yesterday (Sunday 7 May 2023)."
     assert quote in block.splitlines()
+
+
+async def test_a_question_naming_someone_in_a_group_tape_gets_their_line_before_a_better_match() -> None:
+    store, extractor = InMemoryTapeStore(), ScriptedExtractor()
+    memory = service(extractor, budget=70)  # room for one of the two lines
+    for sender, text in [
+        ("Tim", "I collect books, John."),  # short: BM25's best line for "collect" and "John"
+        ("John", "Since we moved last spring I collect old vinyl records, mostly jazz."),
+    ]:
+        content = f"sender_id={sender}|channel=$telegram|chat_id=7\n{text}"
+        store.append(TAPE, TapeEntry.message({"role": "user", "content": content}))
+        store.append(TAPE, TapeEntry.message({"role": "assistant", "content": "ok"}))
+    await end_of_turn(memory, store)
+    anyone = memory.block(TAPE, "Who here likes to collect?")
+    assert "books" in anyone and "vinyl" not in anyone  # no one named: the better match
+    named = memory.block(TAPE, "What does John collect?")
+    assert "vinyl records" in named and "books" not in named

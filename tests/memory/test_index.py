@@ -611,6 +611,43 @@ def test_a_question_about_one_sender_gets_their_lines_first_and_the_questions_th
         assert found(named, other) == found(plain, other)  # two names, nothing but the name, not as written
 
 
+def test_a_sender_is_told_by_the_longest_name_a_question_holds_and_never_by_a_function_word() -> None:
+    lines = {
+        80: "[80] user (Ann): I collect stamps, Mary Ann.",  # short: BM25's best for all three words
+        81: "[81] user (Mary Ann): My collection of old maps grows every year since we moved.",
+        82: "[82] user (Will): I collect coins, and so does Ann.",
+    }
+    senders = {entry: text.split("(")[1].split(")")[0] for entry, text in lines.items()}
+    index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t"))
+    index.refresh({**LINES, **lines}, senders=senders)
+    plain = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t"))
+    plain.refresh({**LINES, **lines})
+
+    def first(index: MemoryIndex, question: str) -> int:
+        return index.passages(question, limit=1)[0].entry_id
+
+    assert first(index, "What does Mary Ann collect?") == 81  # "Ann" inside "Mary Ann" is not a second name
+    assert first(plain, "What does Mary Ann collect?") == 80
+    question = "Will Ann collect anything?"  # "Will" asks; it names no one
+    assert first(index, question) == 80 == first(plain, question)
+
+
+def test_a_named_senders_line_a_forget_hides_is_not_brought_forward() -> None:
+    from bub_semantic_memory.memory._edit_builder import forget_entity
+
+    before = MemoryGraph.fold(FACTS, ONTOLOGY, tape="t")
+    forgotten = forget_entity(before, LENA.key, at=30, by="test")
+    index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t", edits=[forgotten]))
+    lines = {
+        21: "[21] user (Nate): My sister Lena collects stamps.",
+        22: "[22] user (Nate): I collect old comics now.",
+        23: "[23] user (Joanna): I collect shells.",
+    }
+    index.refresh({**LINES, **lines}, senders={21: "Nate", 22: "Nate", 23: "Joanna"})
+    found = [p.entry_id for p in index.passages("What does Nate collect?", limit=3)]
+    assert found[0] == 22 and 21 not in found and 23 in found
+
+
 def test_the_us_is_a_word_to_search_for() -> None:
     index = MemoryIndex(MemoryGraph.fold(FACTS, ONTOLOGY, tape="t"))
     index.refresh({**LINES, 90: "[90] user: The US was great, we loved it."})

@@ -131,7 +131,7 @@ class TapeMemories:
             lines = render_transcript(entries, redact=self._redactor, report=report).lines
             said = _said(entries)
             dates = {entry.id: entry.date for entry in entries if getattr(entry, "date", "")}
-            senders = {line.entry_id: line.sender for line in lines if line.sender}
+            senders = {line.entry_id: line.sender for line in lines if line.sender and line.entry_id in said}
             index.refresh(
                 {line.entry_id: line.text for line in lines if line.entry_id in said}, dates, senders
             )

@@ -63,6 +63,9 @@ outranked one that matched the word the question is about. Only closed-class wor
 conversations, leaving them out raised the note's word-level recall of the answers from 0.708
 to 0.736 (whole conversations, with the memory of their first four sessions), multi-hop answers'
 from 0.445 to 0.524 ("us" is not here: "the US")."""
+_REORDER_READ = 2
+"""How many times ``limit`` lines a search for a named sender's lines reads: the reorder brings
+lines from below the limit above it, so it needs them to choose from."""
 _COUNTS_KEPT = 512  # word counts remembered (and counted again when the index changes)
 _MERGE_PAGES = 200  # FTS5 pages merged after a small write (about 0.8 MB of work at most)
 _NEIGHBOURS_MAX = 100
@@ -197,6 +200,11 @@ class Ranking:
     facts: tuple[Finding, ...]
 
 
+def _names(name: str, text: str) -> bool:
+    """Whether ``text`` holds ``name`` as written, as whole words."""
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None
+
+
 def _words(text: str) -> list[str]:
     """The words of ``text`` a search looks for: casefolded, numbers and words of two letters or more."""
     return [t for t in re.findall(r"\w+", text.casefold()) if t.isdigit() or len(t) > 1]
@@ -229,8 +237,10 @@ class MemoryIndex:
         self._version = -1
         self._lines: dict[int, str] = {}  # entry id -> transcript line, for evidence text
         self._dates: dict[int, str] = {}  # entry id -> its date
-        self._senders: dict[int, str] = {}  # entry id -> who said the line, where the tape names them
-        self._senders_by_word: dict[str, set[str]] = {}  # a sender name's first word, casefolded -> names
+        # who said a line (entry id -> name, where the tape names them), and the names by their first
+        # word, casefolded: written by refresh and read by passages, on the one thread (not the lock's)
+        self._senders: dict[int, str] = {}
+        self._senders_by_word: dict[str, set[str]] = {}
         self._line_order: list[int] = []  # the entry ids of the lines, ascending: which line follows which
         self._new_lines: set[int] = set()  # entry ids of lines added or rewritten since the last refresh
         self._cites: dict[int, set[str]] = {}  # entry id -> documents whose evidence holds it
@@ -283,7 +293,7 @@ class MemoryIndex:
             self._senders.update(senders)
             for name in set(senders.values()):
                 words = _words(name)
-                if words:
+                if words and not all(word in _FUNCTION_WORDS for word in words):  # "Will": "Will it rain?"
                     self._senders_by_word.setdefault(words[0], set()).add(name)
         if dates:
             redated = [entry for entry, date in dates.items() if self._dates.get(entry) != date]
@@ -508,14 +518,21 @@ class MemoryIndex:
             ).fetchall()
         return [row[0] for row in rows]
 
-    def _match(self, table: str, question: str, common: int, *, leave_out: Iterable[str] = ()) -> str | None:
-        """The FTS5 query for ``question``'s words, without those in more than ``common`` rows of
-        ``table`` and those in ``leave_out`` (None: no word left); for lines, without
-        :data:`_FUNCTION_WORDS` too unless the question has no other word. Called under the lock."""
+    def _match(
+        self,
+        table: str,
+        question: str,
+        common: int,
+        *,
+        leave_out: Iterable[str] = (),
+        stop: frozenset[str] = frozenset(),
+    ) -> str | None:
+        """The FTS5 query for ``question``'s words, without those in ``leave_out``, those in
+        ``stop`` (unless no other word is left after ``leave_out``) and those in more than
+        ``common`` rows of ``table`` (None: no word left). Called under the lock."""
         left_out = set(leave_out)
         terms = [t for t in dict.fromkeys(_words(question)) if t not in left_out]
-        if table == "lines":
-            terms = [t for t in terms if t not in _FUNCTION_WORDS] or terms
+        terms = [t for t in terms if t not in stop] or terms
         terms = [t for t in terms if self._frequency(table, t) <= common]
         return " OR ".join(f'"{term}"' for term in terms) if terms else None
 
@@ -545,8 +562,9 @@ class MemoryIndex:
         each line that asks followed by its reply.
 
         The tape holds what extraction missed: a note that carries the best lines as well as
-        the facts answers questions the facts alone cannot (see the memory-QA eval). Only
-        words in more than 500 lines are left out, as too common to search for. A line that
+        the facts answers questions the facts alone cannot (see the memory-QA eval). The words
+        a question is built of (:data:`_FUNCTION_WORDS`) are left out unless it has no other,
+        and so are words in more than 500 lines, as too common to search for. A line that
         names a forgotten entity, said before the forget, is never returned.
 
         A question in a conversation shares its words with a later question about the same thing
@@ -556,21 +574,23 @@ class MemoryIndex:
         from 0.810 to 0.839 at the same budget (benchmarks section 10).
 
         A question that names one of the tape's senders, as the tape writes the name ("What
-        recipes has Nate made?"), is about what that person said: among the best lines, those that
-        match it without the name (which every line of theirs holds in its speaker label) and are
-        theirs, or ask something they answer, come first (:meth:`_said_by_first`). On the tune
-        conversations: 0.736 to 0.743, multi-hop 0.524 to 0.543.
+        recipes has Nate made?"), is about what that person said: of the best
+        :data:`_REORDER_READ` times ``limit`` lines, those that match it without the name (which
+        every line of theirs holds in its speaker label) and are theirs, or ask something they
+        answer, come first (:meth:`_said_by_first`), then the others that match without the
+        name, then those that matched by the name alone. On the tune conversations: 0.736 to
+        0.743, multi-hop 0.524 to 0.543.
         """
         edits = self.graph.edits
         room = _CANDIDATES if edits else 0  # for lines a forget hides; without edits none is hidden
         sender = self._sender_named(question)
         if sender is not None and not self._asks_about_more_than(question, sender):
             sender = None  # "Who is Nate?": nothing to prefer their lines about
-        read = (2 * limit if sender else limit) + room  # a reorder reads past the limit
+        read = (_REORDER_READ * limit if sender is not None else limit) + room
         with self._lock:
             ranked = self._ranked_lines(question, read)
             if sender is not None:
-                topical = set(self._ranked_lines(question, read, leave_out=_words(sender)))
+                topical = self._matching(question, ranked, leave_out=_words(sender))
                 ranked = self._said_by_first(sender, [e for e in ranked if e in topical]) + [
                     e for e in ranked if e not in topical
                 ]
@@ -581,7 +601,7 @@ class MemoryIndex:
     def _ranked_lines(self, question: str, limit: int, *, leave_out: Iterable[str] = ()) -> list[int]:
         """The lines that match ``question`` (without the words ``leave_out``) best by BM25, best
         first, without those a forget hides. Called under the lock."""
-        match = self._match("lines", question, _COMMON_MAX, leave_out=leave_out)
+        match = self._match("lines", question, _COMMON_MAX, leave_out=leave_out, stop=_FUNCTION_WORDS)
         if match is None:
             return []
         rows = self._db.execute(
@@ -589,15 +609,29 @@ class MemoryIndex:
         ).fetchall()
         return [int(row[0]) for row in rows if not self._hidden(int(row[0]))]
 
+    def _matching(self, question: str, among: list[int], *, leave_out: Iterable[str]) -> set[int]:
+        """The lines of ``among`` that match ``question`` without the words ``leave_out``.
+        Called under the lock."""
+        match = self._match("lines", question, _COMMON_MAX, leave_out=leave_out, stop=_FUNCTION_WORDS)
+        if match is None or not among:
+            return set()
+        rows = self._db.execute(
+            f"SELECT rowid FROM lines WHERE lines MATCH ? AND rowid IN ({', '.join('?' * len(among))})",
+            (match, *among),
+        ).fetchall()
+        return {int(row[0]) for row in rows}
+
     def _sender_named(self, question: str) -> str | None:
         """The one sender of the tape's lines that ``question`` names as the tape writes the name
-        (None: none, or several). Looked up by the question's words, not by every sender."""
+        (None: none, or several), a name inside a longer one named too not counted ("Ann" in
+        "Mary Ann"). Looked up by the question's words, not by every sender."""
         named = {
             name
             for word in set(_words(question))
             for name in self._senders_by_word.get(word, ())
-            if re.search(rf"(?<!\w){re.escape(name)}(?!\w)", question)
+            if _names(name, question)
         }
+        named = {name for name in named if not any(other != name and _names(name, other) for other in named)}
         return named.pop() if len(named) == 1 else None
 
     @staticmethod
@@ -608,8 +642,8 @@ class MemoryIndex:
         return any(word not in name and word not in _FUNCTION_WORDS for word in _words(question))
 
     def _said_by_first(self, sender: str, ranked: list[int]) -> list[int]:
-        """``ranked`` with ``sender``'s lines first, and the lines that ask something ``sender``
-        answers, each group in its order. Called under the lock."""
+        """``ranked`` in two groups, each in its order: first the lines ``sender`` said or that
+        ask something ``sender`` answers (the line after), then the others. Called under the lock."""
 
         def theirs(entry: int) -> bool:
             return any(self._senders.get(e) == sender for e in (entry, *self._reply_to(entry)))
