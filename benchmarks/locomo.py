@@ -2,8 +2,8 @@
 
 The memory-QA eval over LoCoMo's conversations (read from where the data set lies: it is not the
 project's to copy), cut to their first :data:`SESSIONS` sessions, and whole where their committed
-extraction covers them (:data:`WHOLE`, the test conversations extracted so far: about 45 minutes
-each on the embedded model), at the plugin's budget: the note
+extraction covers them (:data:`WHOLE`, the conversations extracted so far: about 45 minutes each
+on the embedded model), at the plugin's budget: the note
 the plugin renders from the committed extraction of the embedded model's promoted version
 (``evals/reports/locomo-<split>-s4-extract9``), the note without its quoted lines, BM25 over the
 transcript, bub's ``tape.search``, nothing and the whole conversation. Scores by LoCoMo's own
@@ -92,9 +92,9 @@ FIRST_SESSIONS = Cut(SESSIONS, SPLITS, dict.fromkeys(SPLITS, CONDITIONS))
 cores. The whole of the four sessions (about 3,700 tokens a question) takes seconds a question
 after the first, not a minute: questions about one conversation, asked in a row, reuse its
 evaluated prefix (the context comes before the question)."""
-WHOLE = Cut(None, ("test",), {"test": ()})
-"""The test conversations extracted whole so far (the committed report says which), scored
-without a model: answering every condition of about 800 questions would take days here."""
+WHOLE = Cut(None, SPLITS, dict.fromkeys(SPLITS, ()))
+"""The conversations extracted whole so far (the committed reports say which), scored without a
+model: answering every condition of about 800 questions would take days here."""
 CUTS = (FIRST_SESSIONS, WHOLE)
 TEST_CONVERSATIONS = 4
 GOALS = (  # memory − bm25, word-level context recall (issue 49's goals on the test conversations)
@@ -279,8 +279,8 @@ async def run(config: BenchConfig) -> Section:
         "LoCoMo",
         method=(
             f"`semantic-memory eval qa --locomo` over the {' and '.join(SPLITS)} conversations, first "
-            f"{SESSIONS} sessions each, and the test conversations whole as far as they are extracted "
-            "(`evals/reports/locomo-test-whole-extract9/<conversation>`, no answers yet), at the plugin's "
+            f"{SESSIONS} sessions each, and the conversations whole as far as they are extracted "
+            "(`evals/reports/locomo-<split>-whole-extract9/<conversation>`, no answers yet), at the plugin's "
             f"budget ({MemoryPolicy().budget} tokens): memory is "
             f"the note the plugin's service renders from the committed extraction of {RUN} on the embedded "
             "model at the plugin's cadence (`evals/reports/locomo-<split>-s4-extract9`); answers are the "
