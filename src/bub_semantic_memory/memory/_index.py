@@ -583,9 +583,7 @@ class MemoryIndex:
         """
         edits = self.graph.edits
         room = _CANDIDATES if edits else 0  # for lines a forget hides; without edits none is hidden
-        sender = self._sender_named(question)
-        if sender is not None and not self._asks_about_more_than(question, sender):
-            sender = None  # "Who is Nate?": nothing to prefer their lines about
+        sender = self._sender_asked_about(question)
         read = (_REORDER_READ * limit if sender is not None else limit) + room
         with self._lock:
             ranked = self._ranked_lines(question, read)
@@ -601,7 +599,7 @@ class MemoryIndex:
     def _ranked_lines(self, question: str, limit: int, *, leave_out: Iterable[str] = ()) -> list[int]:
         """The lines that match ``question`` (without the words ``leave_out``) best by BM25, best
         first, without those a forget hides. Called under the lock."""
-        match = self._match("lines", question, _COMMON_MAX, leave_out=leave_out, stop=_FUNCTION_WORDS)
+        match = self._lines_match(question, leave_out)
         if match is None:
             return []
         rows = self._db.execute(
@@ -612,7 +610,7 @@ class MemoryIndex:
     def _matching(self, question: str, among: list[int], *, leave_out: Iterable[str]) -> set[int]:
         """The lines of ``among`` that match ``question`` without the words ``leave_out``.
         Called under the lock."""
-        match = self._match("lines", question, _COMMON_MAX, leave_out=leave_out, stop=_FUNCTION_WORDS)
+        match = self._lines_match(question, leave_out)
         if match is None or not among:
             return set()
         rows = self._db.execute(
@@ -621,10 +619,16 @@ class MemoryIndex:
         ).fetchall()
         return {int(row[0]) for row in rows}
 
-    def _sender_named(self, question: str) -> str | None:
+    def _lines_match(self, question: str, leave_out: Iterable[str]) -> str | None:
+        """The FTS5 query of the lines search for ``question`` without the words ``leave_out``.
+        Called under the lock."""
+        return self._match("lines", question, _COMMON_MAX, leave_out=leave_out, stop=_FUNCTION_WORDS)
+
+    def _sender_asked_about(self, question: str) -> str | None:
         """The one sender of the tape's lines that ``question`` names as the tape writes the name
-        (None: none, or several), a name inside a longer one named too not counted ("Ann" in
-        "Mary Ann"). Looked up by the question's words, not by every sender."""
+        and asks something about (None: none, several, or nothing but the name: "Who is Nate?"),
+        a name inside a longer one named too not counted ("Ann" in "Mary Ann"). Looked up by the
+        question's words, not by every sender."""
         named = {
             name
             for word in set(_words(question))
@@ -632,14 +636,12 @@ class MemoryIndex:
             if _names(name, question)
         }
         named = {name for name in named if not any(other != name and _names(name, other) for other in named)}
-        return named.pop() if len(named) == 1 else None
-
-    @staticmethod
-    def _asks_about_more_than(question: str, sender: str) -> bool:
-        """Whether ``question`` has a word besides ``sender``'s name and :data:`_FUNCTION_WORDS`
-        ("Who is Nate?" has none: nothing to prefer their lines about)."""
+        if len(named) != 1:
+            return None
+        sender = named.pop()
         name = set(_words(sender))
-        return any(word not in name and word not in _FUNCTION_WORDS for word in _words(question))
+        asks = any(word not in name and word not in _FUNCTION_WORDS for word in _words(question))
+        return sender if asks else None
 
     def _said_by_first(self, sender: str, ranked: list[int]) -> list[int]:
         """``ranked`` in two groups, each in its order: first the lines ``sender`` said or that
