@@ -629,9 +629,10 @@ class MemoryIndex:
         and asks something about (None: none, several, or nothing but the name: "Who is Nate?"),
         a name inside a longer one named too not counted ("Ann" in "Mary Ann"). Looked up by the
         question's words, not by every sender."""
+        words = _words(question)
         named = {
             name
-            for word in set(_words(question))
+            for word in set(words)
             for name in self._senders_by_word.get(word, ())
             if _names(name, question)
         }
@@ -640,7 +641,7 @@ class MemoryIndex:
             return None
         sender = named.pop()
         name = set(_words(sender))
-        asks = any(word not in name and word not in _FUNCTION_WORDS for word in _words(question))
+        asks = any(word not in name and word not in _FUNCTION_WORDS for word in words)
         return sender if asks else None
 
     def _said_by_first(self, sender: str, ranked: list[int]) -> list[int]:
