@@ -119,6 +119,23 @@ def test_candidate_names_are_capitalised_spans_not_sentence_starters() -> None:
     assert not {"Hi", "Update", "Right", "He's", "I'm", "user"} & set(names)
 
 
+def test_a_run_of_capitals_stops_before_the_pronoun_i_and_a_time_is_no_name() -> None:
+    lines = rendered_lines(
+        (
+            3,
+            "Maria",
+            "Glad I came. Whenever I see Ana we talk, and Last Friday I drove the Ford Mustang I bought.",
+        ),
+        (4, "Ana", "Pickups Tue/Fri. Next August we fly to Lisbon, like Sometimes I do."),
+    )
+    names = candidate_names(lines)
+    assert names is not None
+    assert {"Maria", "Ana", "Ford Mustang", "Lisbon"} <= set(names)
+    runs_with_i = {"Glad I", "Whenever I", "Last Friday I", "Ford Mustang I", "Sometimes I"}
+    times = {"Last Friday", "Next August", "Fri", "Tue", "Glad", "Whenever", "Last", "Next"}
+    assert not (runs_with_i | times) & set(names)
+
+
 def test_a_word_that_starts_a_paragraph_starts_a_sentence() -> None:
     lines = rendered_lines((6, "user", "Standup notes\nUpdate from Priya Patel\nLisbon office opens."))
     assert lines[0].paragraphs == ("Standup notes", "Update from Priya Patel", "Lisbon office opens.")
