@@ -74,8 +74,9 @@ def _collect_spans(body: str, found: dict[str, None], mid_sentence: set[str]) ->
     for match in _CAPITALISED.finditer(body):
         before = body[: match.start()].rstrip()
         initial = not before or before[-1] in '.!?:;"('
-        words = _name_words(match.group(0).split())
-        if words and words[0] != match.group(0).split()[0]:
+        run = match.group(0).split()
+        words = _name_words(run)
+        if words[:1] != run[:1]:
             initial = False  # "I'm Maya": Maya does not start the sentence
         while words and words[-1].casefold() in ("of", "the"):
             words = words[:-1]
