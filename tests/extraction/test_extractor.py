@@ -969,3 +969,132 @@ async def test_a_sweep_types_at_most_the_schemas_limit_and_counts_the_rest(
     assert list((sweep.tool_parameters() or {})["properties"]) == ["Oslo", "Lima"]
     assert [e.name for e in snapshot.entities] == ["Maya Lin", "Oslo", "Lima"]
     assert snapshot.dropped == ("sweep: 1 candidate name(s) after the first 2 were not typed",)
+
+
+async def test_a_facts_step_asks_each_new_line_that_says_something_and_drops_what_its_line_does_not_state(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    """extract@18's fourth call has one key per new line of some words: each statement cites that
+    line, a statement about no one is about the line's sender, the time said is resolved against
+    the line's day, and a statement its line does not hold is dropped and counted, not re-asked."""
+    entries = [
+        *CAROLINE,
+        Entry(
+            4,
+            "message",
+            {
+                "role": "user",
+                "content": "sender_id=Caroline|channel=chat\nI have known Melanie since our school days.",
+            },
+            date="2023-05-08T13:58:00",
+        ),
+    ]
+    went = {
+        "statement": "Went to the LGBTQ support group",
+        "kind": "event",
+        "topic": "community",
+        "when": "yesterday",
+    }
+    made_up = {
+        "statement": "Caroline adopted a puppy named Oscar",
+        "kind": "event",
+        "topic": "pets",
+        "when": "",
+    }
+    fake_openai.enqueue(
+        tool_call_reply(
+            "Entities",
+            {"entities": [{"name": "Caroline", "type": "person"}, {"name": "Melanie", "type": "person"}]},
+        ),
+        tool_call_reply("Classification", {"LGBTQ": "none"}),
+        tool_call_reply(
+            "Relations", {"relations": [{"type": "knows", "source": "Caroline", "target": "Melanie"}]}
+        ),
+        tool_call_reply("Facts", {"2 Caroline": went, "4 Caroline": made_up}),
+    )
+    async with extractor(fake_openai, prompt="extract@18") as ex:
+        [snapshot] = await ex.extract(entries, tape="t")
+    assert [r.tool_schema_name() for r in fake_openai.requests] == [
+        "Entities",
+        "Classification",
+        "Relations",
+        "Facts",
+    ]
+    facts_request = fake_openai.requests[3]
+    assert list((facts_request.tool_parameters() or {})["properties"]) == [
+        "2 Caroline",
+        "4 Caroline",
+    ]  # the line's number and sender; "Thanks for telling me!" is not asked
+    assert "For each of the turns 2, 4:" in str(facts_request.messages[-1]["content"])
+    [fact] = snapshot.facts
+    assert (fact.statement, fact.about, fact.when, fact.evidence) == (
+        "Went to the LGBTQ support group",  # about the line's sender
+        ("person:caroline",),
+        "2023-05-07",
+        (2,),
+    )
+    assert any("Caroline adopted a puppy" in reason for reason in snapshot.dropped)
+    assert len(snapshot.relations) == 1
+
+
+CAROLINE = [
+    Entry(
+        2,
+        "message",
+        {
+            "role": "user",
+            "content": "sender_id=Caroline|channel=chat\nI went to the LGBTQ support group yesterday and it was so powerful.",
+        },
+        date="2023-05-08T13:56:00",
+    ),
+    Entry(
+        3, "message", {"role": "assistant", "content": "Thanks for telling me!"}, date="2023-05-08T13:57:00"
+    ),
+]
+
+
+class FactsOnlyBackend(GrammarBackend):
+    """A grammar-constrained backend that names Mel and records the facts request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.facts_requests: list[dict[str, Any]] = []
+
+    async def create(self, **kwargs: Any) -> Any:
+        from openai.types.chat import ChatCompletion
+
+        from bub_semantic_memory.testing._fake_openai import _completion
+
+        name = kwargs["tools"][0]["function"]["name"]
+        answer: dict[str, Any] = {}
+        if name == "Entities":
+            answer = {"entities": [{"name": "Mel", "type": "person"}]}
+        if name == "Facts":
+            self.facts_requests.append(kwargs)
+            said = {"statement": "", "kind": "event", "topic": "", "when": ""}
+            answer = dict.fromkeys(kwargs["tools"][0]["function"]["parameters"]["properties"], said)
+        return ChatCompletion.model_validate(_completion(tool_call_reply(name, answer), "c1", "m"))
+
+
+async def test_a_facts_call_reads_at_most_its_limit_of_lines_and_the_next_call_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("bub_semantic_memory.extraction._extractor.MAX_FACT_TURNS", 3)
+    said = "I finally signed up for the pottery class downtown, it starts next week."
+    entries = [
+        Entry(i, "message", {"role": "user", "content": f"sender_id=Mel|channel=c\n{said}"})
+        for i in range(8, 13)
+    ]
+    backend = FactsOnlyBackend()
+    ex = Extractor(ExtractorConfig(model="m", prompt="extract@18", retry=FAST), backend=backend)
+    [snapshot] = await ex.extract(
+        [*entries, Entry(13, "message", {"role": "user", "content": "Bye!"})], tape="t"
+    )
+    asked = [request["tools"][0]["function"]["parameters"] for request in backend.facts_requests]
+    # padded to one width, the keys sort in transcript order (the local backend sorts them)
+    assert [list(a["properties"]) for a in asked] == [
+        ["08 Mel", "09 Mel", "10 Mel"],
+        ["11 Mel", "12 Mel"],
+    ]
+    assert all(a["required"] == list(a["properties"]) for a in asked)  # a grammar answers every line
+    assert snapshot.facts == ()  # empty statements state nothing

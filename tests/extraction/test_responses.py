@@ -10,6 +10,7 @@ from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.extraction._candidates import candidate_names
 from bub_semantic_memory.extraction._responses import (
     Constraints,
+    _said_about,
     build_classification_model,
     build_entities_model,
     build_relations_model,
@@ -386,3 +387,19 @@ def test_leftover_names_leave_out_taken_names_aliases_and_word_runs_inside_or_ar
     names = ["Klaus", "Leitung Klaus Becker", "klaus becker", "KB", "Klausen", "Hamburg", "Becker Hall"]
     assert leftover_names(names, [klaus]) == ["Klausen", "Hamburg", "Becker Hall"]
     assert leftover_names(names, []) == names
+
+
+@pytest.mark.parametrize(
+    ("statement", "sender", "about"),
+    [
+        ("Lost my job as a banker.", "Jon", ["Jon"]),
+        ("Hey Jon! Good to see you.", "Gina", ["Gina", "Jon"]),  # the addressee comes second
+        ("Jon told Gina about his dance studio.", "Gina", ["Jon", "Gina"]),
+        ("Jon opened a studio.", None, ["Jon"]),
+        ("Nice weather today.", None, []),  # about no one: the validator re-asks or drops it
+    ],
+)
+def test_a_statement_is_first_about_the_name_it_starts_with_else_its_sender(
+    statement: str, sender: str | None, about: list[str]
+) -> None:
+    assert _said_about(statement, ("Gina", "Jon"), sender) == about

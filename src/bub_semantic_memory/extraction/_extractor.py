@@ -50,6 +50,7 @@ from bub_semantic_memory.extraction._responses import (
     ExtractionResponse,
     build_classification_model,
     build_entities_model,
+    build_facts_model,
     build_pairs_model,
     build_phrases_model,
     build_relations_model,
@@ -66,7 +67,7 @@ from bub_semantic_memory.extraction._validation import (
 )
 from bub_semantic_memory.extraction._window import Window, plan_windows
 from bub_semantic_memory.memory import MemoryGraph
-from bub_semantic_memory.tape import coerce_entries
+from bub_semantic_memory.tape import TranscriptLine, coerce_entries
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
@@ -454,7 +455,7 @@ class Extractor:
     async def _call_relations(self, call: _WindowCall) -> None:
         """Relations typed by the ontology over the entities found (and the known ones listed);
         with ``facts: true``, the facts about them in the same answer."""
-        facts = self.prompt.facts
+        facts = self.prompt.facts and Step.FACTS not in self.prompt.steps
         if not call.entities and not (facts and call.listed):
             return
         found = {e.key: KnownEntity.of(e) for e in call.entities}
@@ -470,6 +471,31 @@ class Extractor:
         linked = await self._ask_after_entities(Step.RELATIONS, model, messages, scope, call.ledger)
         call.relations = linked.resolved()[1] if linked is not None else []
         call.facts = linked.resolved_facts() if linked is not None else []
+
+    async def _call_facts(self, call: _WindowCall) -> None:
+        """What each new line that says something states about the entities found and listed,
+        that no relation holds (the context lines were read before); :data:`MAX_FACT_TURNS`
+        lines per call."""
+        names = tuple(dict.fromkeys([*(e.name for e in call.entities), *(k.name for k in call.listed)]))
+        saying = _saying_something(call.window.lines.lines)
+        if not names:
+            return
+        found = {e.key: KnownEntity.of(e) for e in call.entities}
+        scope = dataclasses.replace(
+            call.scope, known={**call.scope.known, **found}, drop_unsupported_facts=True
+        )
+        for start in range(0, len(saying), MAX_FACT_TURNS):
+            turns = tuple(
+                (line.entry_id, line.sender if line.sender in names else None)
+                for line in saying[start : start + MAX_FACT_TURNS]
+            )
+            messages = self._messages(
+                call.window, call.listed, step=Step.FACTS, entities=call.entities, turns=[t for t, _ in turns]
+            )
+            model = build_facts_model(names, turns)
+            stated = await self._ask_after_entities(Step.FACTS, model, messages, scope, call.ledger)
+            if stated is not None:
+                call.facts += stated.resolved_facts()
 
     async def _call_pairs(self, call: _WindowCall) -> None:
         """A relation or none for each pair of entities one new line names together that the
@@ -589,7 +615,7 @@ class Extractor:
         if not isinstance(failure, ValidationExhaustedError) or failure.too_many_items:
             return None
         kept = salvage(response_model, ledger.last_output, scope)
-        if kept is None or not kept.dropped or not (kept.entities or kept.relations):
+        if kept is None or not kept.dropped or not (kept.entities or kept.relations or kept.facts):
             return None  # nothing valid to keep: the window failed
         return kept
 
@@ -631,6 +657,7 @@ _STEP_CALLS: dict[Step, Callable[[Extractor, _WindowCall], Awaitable[None]]] = {
     Step.SWEEP: Extractor._call_sweep,
     Step.RELATIONS: Extractor._call_relations,
     Step.PAIRS: Extractor._call_pairs,
+    Step.FACTS: Extractor._call_facts,
 }
 """How the extractor makes each kind of call a strategy lists."""
 
@@ -647,6 +674,19 @@ class _WindowCall:
     entities: list[Entity] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
+
+
+MAX_FACT_TURNS = 6
+"""New lines one facts call reads. Asked about 16 at once, the 1.5B model wrote four statements
+and then the fourth again for every other line; the calls after the first reuse its prompt from
+the prefix cache."""
+SAYS_SOMETHING = 6
+"""Words a line needs for the facts call to read it ("Thanks, see you soon!" does not)."""
+
+
+def _saying_something(lines: Sequence[TranscriptLine]) -> list[TranscriptLine]:
+    """The lines of at least :data:`SAYS_SOMETHING` words."""
+    return [line for line in lines if len((line.body or line.text).split()) >= SAYS_SOMETHING]
 
 
 def _cut_json(cause: BaseException | None) -> bool:

@@ -162,7 +162,7 @@ class _FrontMatter(BaseModel):
     @model_validator(mode="after")
     def _strategy_exists_and_its_needs_are_met(self) -> _FrontMatter:
         problems = strategy_named(self.strategy).requirements_unmet(
-            candidates=self.candidates, phrase_types=bool(self.phrase_types)
+            candidates=self.candidates, phrase_types=bool(self.phrase_types), facts=self.facts
         )
         if problems:
             raise ValueError("; ".join(problems))
@@ -192,8 +192,9 @@ class PromptTemplate:
         phrase_types: with ``candidates: true``, entity types whose name may instead be a
             short phrase of the transcript (tasks and events are rarely capitalised:
             "book the hotel", "soft opening").
-        facts: the call that states relations (``all`` or ``relations``) also states facts:
-            what people said about the entities that no relation type holds.
+        facts: the prompt states facts: what people said about the entities that no relation
+            type holds. In a call of their own when the strategy has a ``facts`` step, else in
+            the call that states relations (``all`` or ``relations``).
         dates: the transcript shows a day line before each day's first turn, so that a time
             said relative to it ("last Friday") can be copied and resolved.
     """

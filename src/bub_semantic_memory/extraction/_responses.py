@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from bub_semantic_memory._mentions import fold_text, is_mentioned
 from bub_semantic_memory._models import FACT_KINDS, Entity, Fact, Relation, normalize_name
 from bub_semantic_memory._ontology import Ontology
 from bub_semantic_memory.extraction._pairs import NO_RELATION, Pair, pair_choices
@@ -45,6 +46,7 @@ __all__ = [
     "build_classification_model",
     "build_entities_model",
     "build_facts_field",
+    "build_facts_model",
     "build_pairs_model",
     "build_phrases_model",
     "build_relations_model",
@@ -324,6 +326,88 @@ def build_facts_field(
     if required:
         return (_list_of(item), Field(max_length=MAX_FACTS))
     return (_list_of(item), Field(default_factory=list, max_length=MAX_FACTS))
+
+
+class TurnFactsResponse(ExtractionResponse):
+    """A facts answer: one field per new line that says something, holding what it says about
+    the entities (an empty statement: nothing).
+
+    Each field's alias is the line's turn number (and its sender, when named), so a
+    grammar-constrained model answers every line in order: asked for a list instead, the 1.5B
+    model closed it empty, or (made to fill it) wrote one sentence and repeated it. The class
+    knows which line each field answers, so the evidence is that line, never a turn number the
+    model picked.
+    """
+
+    turn_senders: ClassVar[Mapping[str, str | None]] = {}
+    turn_names: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def facts(self) -> list[Any]:
+        """The non-empty statements as fact items, citing their line (see :func:`_said_about`)."""
+        found = []
+        for name, info in type(self).model_fields.items():
+            said = getattr(self, name)
+            if not said.statement.strip():
+                continue
+            found.append(
+                SimpleNamespace(
+                    statement=said.statement,
+                    about=_said_about(
+                        said.statement, self.turn_names, self.turn_senders.get(str(info.alias))
+                    ),
+                    kind=said.kind,
+                    topic=said.topic,
+                    when=said.when,
+                    evidence=[int(str(info.alias).split()[0])],
+                )
+            )
+        return found
+
+
+def _said_about(statement: str, names: Sequence[str], sender: str | None) -> list[str]:
+    """Who a statement is about: the name it starts with, else the line's sender, then the other
+    names it holds ("Hey Jon! ..." said by Gina is first about Gina)."""
+    folded = fold_text(statement)
+    named = [name for name in names if is_mentioned(name, folded)]
+    leading = next((name for name in named if folded.startswith(fold_text(name))), None)
+    first = leading or sender
+    return list(dict.fromkeys([first, *named] if first else named))[:MAX_ABOUT]
+
+
+@functools.lru_cache(maxsize=128)
+def build_facts_model(
+    names: tuple[str, ...], turns: tuple[tuple[int, str | None], ...]
+) -> type[ExtractionResponse]:
+    """The ``facts`` step: for each of ``turns`` (a new line's number and, when it is one of
+    ``names``, its sender), a short statement of what it says about the entities ``names``.
+
+    Shaped for a grammar-constrained small model: the keys are the turns, so it answers each;
+    every string is bounded, the topic is a short lower-case phrase and the time is copied as
+    said (the validator resolves it against the line's date). Who a fact is about is not asked:
+    picked before the statement was written, the 1.5B model named the other speaker for half the
+    lines; the names the statement holds, else the line's sender, say it.
+    """
+    said = create_model(
+        "SaidInTurn",
+        __config__=ConfigDict(json_schema_extra=_untitled),
+        statement=(Annotated[str, Field(max_length=MAX_STATEMENT)], ...),
+        kind=(_literal(list(FACT_KINDS)), ...),
+        topic=(Annotated[str, Field(max_length=MAX_TOPIC, pattern=TOPIC_PATTERN)], ...),
+        when=(Annotated[str, Field(max_length=MAX_WHEN)], ...),
+    )
+    # Zero-padded to one width, so that the keys sort in transcript order: the local backend
+    # builds its grammar from the schema with its keys sorted ("13" before "5" muddled the lines).
+    width = max((len(str(turn)) for turn, _ in turns), default=1)
+    keys = {
+        turn: f"{str(turn).zfill(width)} {sender}" if sender else str(turn).zfill(width)
+        for turn, sender in turns
+    }
+    fields: dict[str, Any] = {f"turn_{turn}": (said, Field(alias=keys[turn])) for turn, _ in turns}
+    model = cast("type[TurnFactsResponse]", create_model("Facts", __base__=TurnFactsResponse, **fields))
+    model.turn_senders = {keys[turn]: sender for turn, sender in turns}
+    model.turn_names = names
+    return model
 
 
 @functools.lru_cache(maxsize=128)

@@ -40,6 +40,9 @@ class Step(StrEnum):
     PAIRS = "pairs"
     """The pairs of entities one line names together that are not related yet each get a relation
     the ontology allows between them, or ``none``."""
+    FACTS = "facts"
+    """What the new lines say about the entities found that no relation holds, each fact citing
+    its line first (needs ``facts: true``; the relations call then states none)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Strategy:
         summary: one line for docs and ``prompts show``.
         needs_candidates: a step types candidate names, so the prompt must set ``candidates: true``.
         needs_phrase_types: a step asks for phrases, so the prompt must set ``phrase_types``.
+        needs_facts: a step states facts, so the prompt must set ``facts: true``.
     """
 
     name: str
@@ -59,8 +63,9 @@ class Strategy:
     summary: str
     needs_candidates: bool = False
     needs_phrase_types: bool = False
+    needs_facts: bool = False
 
-    def requirements_unmet(self, *, candidates: bool, phrase_types: bool) -> list[str]:
+    def requirements_unmet(self, *, candidates: bool, phrase_types: bool, facts: bool = False) -> list[str]:
         """What a prompt with these settings lacks for this strategy (empty: nothing)."""
         problems = []
         if self.needs_candidates and not candidates:
@@ -69,6 +74,8 @@ class Strategy:
             problems.append(
                 f"strategy {self.name!r} asks for phrases in a call of its own: set 'phrase_types'"
             )
+        if self.needs_facts and not facts:
+            problems.append(f"strategy {self.name!r} asks for facts in a call of its own: set 'facts: true'")
         return problems
 
 
@@ -105,6 +112,13 @@ STRATEGIES: dict[str, Strategy] = {
             "as sweep, then a call giving each co-mentioned pair the relations call left unrelated "
             "a relation or none",
             needs_candidates=True,
+        ),
+        Strategy(
+            "sweep_facts",
+            (Step.ENTITIES, Step.SWEEP, Step.RELATIONS, Step.FACTS),
+            "as sweep, then a call stating the facts about the entities found, each citing its line",
+            needs_candidates=True,
+            needs_facts=True,
         ),
     )
 }

@@ -89,12 +89,15 @@ class ValidationScope:
         known: entities of the tape's memory, by key.
         planted: the names an instruction planted in ``lines`` introduces (found from
             ``lines`` when not given); entities and relations naming one are dropped.
+        drop_unsupported_facts: a fact its line does not state is dropped and counted instead
+            of re-asked (an answer of one fact per turn would be asked again whole for one).
     """
 
     ontology: Ontology
     lines: Sequence[TranscriptLine]
     known: dict[str, KnownEntity] = field(default_factory=dict)
     planted: PlantedNames | None = None
+    drop_unsupported_facts: bool = False
     turn_ids: frozenset[int] = field(init=False)
     _folded_text: str = field(init=False, repr=False)
     _known_names: dict[tuple[str, str], str] = field(init=False, repr=False)
@@ -516,6 +519,9 @@ class _Resolver:
         """Whether the evidence lines name (or are said by) an entity of the fact and hold its words."""
         names = [name for key in about for name in self._names_of(key)]
         problem = grounding_problem(statement, names, " ".join(line.speech for line in lines))
+        if problem is not None and self.scope.drop_unsupported_facts:
+            self.dropped.append(f"{label}: {problem}")
+            return False
         if problem is not None:
             self.problems.append(
                 f"{label}: {problem}; state only what the given turns say, in their words, about the "
