@@ -155,6 +155,11 @@ PARSED_ONLY: dict[str, str] = {
             "how a committed report was made: 1 h 38 min of the embedded model",
         ),
         (
+            "semantic-memory eval run --locomo ../shared/datasets/locomo/locomo8.json --sample conv-30 --sessions 1 "
+            "--model local --cadence plugin --concurrency 1 -p extract@9 -p extract@18 --out ...",
+            "a measurement on LoCoMo (kept outside the repository): 5 min of the embedded model",
+        ),
+        (
             "semantic-memory eval run --model local --tag quick --tag sample --prompt extract@4 --prompt extract@9 "
             "--concurrency 1 --out evals/reports/qwen-sample-extract4-vs-9",
             "how a committed report was made: the embedded model on 22 fixtures",
