@@ -188,6 +188,21 @@ async def test_a_forced_tool_call_is_decoded_under_its_schema_without_the_schema
 
 
 @pytest.mark.usefixtures("fake_llama_cpp")
+async def test_the_grammar_reads_the_properties_in_alphabetical_order() -> None:
+    """The model fills properties in the order the grammar reads them: sorted, whatever order the
+    schema gives (a relation's ends before its type; a reasoning note after "entities")."""
+    parameters = {
+        "type": "object",
+        "properties": {"type": {"type": "string"}, "source": {"type": "string"}},
+        "required": ["type", "source"],
+    }
+    tools = [{"type": "function", "function": {"name": "Extraction", "parameters": parameters}}]
+    model = RecordingModel(content='{"source": "", "type": ""}')
+    await _backend(model).create(messages=[], tools=tools, tool_choice=FORCED)
+    assert list(model.requests[0]["grammar"].schema["properties"]) == ["source", "type"]
+
+
+@pytest.mark.usefixtures("fake_llama_cpp")
 async def test_an_answer_cut_at_the_output_limit_says_length() -> None:
     model = RecordingModel(content='{"entities": [{"na', finish_reason="length")
     response = await _backend(model).create(messages=[], tools=TOOLS, tool_choice=FORCED)

@@ -336,6 +336,10 @@ class LocalBackend:
             if tools:
                 request.update(tools=tools, tool_choice=tool_choice)
             return self._llm.create_chat_completion_openai_v1(**request)
+        # Sorted keys: the grammar writes an object's properties in the order it reads them, so
+        # the model fills them in alphabetical order, not the schema's (a relation's ends before
+        # its type, a reasoning note after "entities"). Kept on purpose: in the schema's order
+        # (type first), extract@9's relation F1 on the quick fixtures fell from 0.439 to 0.300.
         schema = json.dumps(function.get("parameters") or {"type": "object"}, sort_keys=True)
         evaluated = self._prompt_tokens_evaluated()
         raw = self._llm.create_chat_completion(grammar=_grammar(schema), **request)
