@@ -1098,3 +1098,23 @@ async def test_a_facts_call_reads_at_most_its_limit_of_lines_and_the_next_call_t
     ]
     assert all(a["required"] == list(a["properties"]) for a in asked)  # a grammar answers every line
     assert snapshot.facts == ()  # empty statements state nothing
+
+
+async def test_facts_calls_stop_where_the_windows_request_cap_would_not_cover_another_and_count_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The cap bounds the whole window: facts calls that would pass it are not made, so the
+    window keeps its entities instead of failing at the cap (and being asked again, whole)."""
+    monkeypatch.setattr("bub_semantic_memory.extraction._extractor.MAX_FACT_TURNS", 1)
+    said = "I finally signed up for the pottery class downtown, it starts next week."
+    entries = [
+        Entry(i, "message", {"role": "user", "content": f"sender_id=Mel|channel=c\n{said}"})
+        for i in range(2, 7)
+    ]
+    backend = FactsOnlyBackend()
+    policy = dataclasses.replace(FAST, reasks=0, max_requests=4)
+    ex = Extractor(ExtractorConfig(model="m", prompt="extract@18", retry=policy), backend=backend)
+    [snapshot] = await ex.extract(entries, tape="t")
+    assert len(backend.facts_requests) == 3  # the entities call, then three of the five lines
+    assert [e.name for e in snapshot.entities] == ["Mel"]
+    assert "facts: 2 line(s) not read" in " ".join(snapshot.dropped)

@@ -485,6 +485,12 @@ class Extractor:
             call.scope, known={**call.scope.known, **found}, drop_unsupported_facts=True
         )
         for start in range(0, len(saying), MAX_FACT_TURNS):
+            if not self._room_for_a_call(call.ledger):
+                call.ledger.dropped.append(
+                    f"facts: {len(saying) - start} line(s) not read: the window's request cap or "
+                    "deadline would not cover another call"
+                )
+                return
             turns = tuple(
                 (line.entry_id, line.sender if line.sender in names else None)
                 for line in saying[start : start + MAX_FACT_TURNS]
@@ -496,6 +502,16 @@ class Extractor:
             stated = await self._ask_after_entities(Step.FACTS, model, messages, scope, call.ledger)
             if stated is not None:
                 call.facts += stated.resolved_facts()
+
+    def _room_for_a_call(self, ledger: CallLedger) -> bool:
+        """Whether the window's request cap and deadline cover one more call and its re-asks, so
+        that an optional step stops short rather than fail the window and lose what it found."""
+        policy = self.retry
+        calls = 1 + policy.reasks
+        return (
+            ledger.usage.requests + calls <= policy.max_requests
+            and ledger.remaining_s() > calls * policy.request_timeout_s
+        )
 
     async def _call_pairs(self, call: _WindowCall) -> None:
         """A relation or none for each pair of entities one new line names together that the
