@@ -155,9 +155,15 @@ PARSED_ONLY: dict[str, str] = {
             "how a committed report was made: 1 h 38 min of the embedded model",
         ),
         (
-            "semantic-memory eval run --locomo ../shared/datasets/locomo/locomo8.json --sample conv-30 --sessions 1 "
-            "--model local --cadence plugin --concurrency 1 -p extract@9 -p extract@18 --out ...",
-            "a measurement on LoCoMo (kept outside the repository): 5 min of the embedded model",
+            "semantic-memory eval run --locomo ../shared/datasets/locomo/locomo8.json --sample conv-30 --sessions 4 "
+            "--model local --cadence plugin --concurrency 1 -p extract@9 -p extract@18 --out DIR",
+            "a measurement on LoCoMo (kept outside the repository): 15 min of the embedded model",
+        ),
+        (
+            "semantic-memory eval qa --locomo ../shared/datasets/locomo/locomo8.json --sample conv-30 --sessions 4 "
+            "--memory DIR/report.json --run extract@18 --condition memory --condition memory-no-lines "
+            "--condition bm25",
+            "reads the report the command before it wrote",
         ),
         (
             "semantic-memory eval run --model local --tag quick --tag sample --prompt extract@4 --prompt extract@9 "
