@@ -41,8 +41,9 @@ class Step(StrEnum):
     """The pairs of entities one line names together that are not related yet each get a relation
     the ontology allows between them, or ``none``."""
     FACTS = "facts"
-    """What the new lines say about the entities found that no relation holds, each fact citing
-    its line first (needs ``facts: true``; the relations call then states none)."""
+    """What each new line says about the entities found that no relation holds, one statement
+    (or nothing) per line, citing that line (needs ``facts: true``; the relations call then
+    states none)."""
 
 
 @dataclass(frozen=True)
