@@ -25,6 +25,7 @@ from bub_semantic_memory.memory._graph import MemoryGraph
 from bub_semantic_memory.tape._transcript import Entry
 from bub_semantic_memory.testing import (
     FakeOpenAIServer,
+    RecordedRequest,
     closed_port_url,
     delay_reply,
     empty_choices_reply,
@@ -1053,44 +1054,39 @@ CAROLINE = [
 ]
 
 
-class FactsOnlyBackend(GrammarBackend):
-    """A grammar-constrained backend that names Mel and records the facts request."""
+def mel_says(ids: range) -> list[Entry]:
+    """Lines from Mel that each say something (and name no one else)."""
+    said = "I finally signed up for the pottery class downtown, it starts next week."
+    return [Entry(i, "message", {"role": "user", "content": f"sender_id=Mel|channel=c\n{said}"}) for i in ids]
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.facts_requests: list[dict[str, Any]] = []
 
-    async def create(self, **kwargs: Any) -> Any:
-        from openai.types.chat import ChatCompletion
+def naming_mel_and_stating_nothing(request: RecordedRequest) -> Any:
+    """Answers every call: the entities call names Mel, a facts call gives each line an empty
+    statement, any other call lists nothing."""
+    name = request.tool_schema_name()
+    answer: dict[str, Any] = {}
+    if name == "Entities":
+        answer = {"entities": [{"name": "Mel", "type": "person"}]}
+    if name == "Facts":
+        said = {"statement": "", "kind": "event", "topic": "", "when": ""}
+        answer = dict.fromkeys((request.tool_parameters() or {})["properties"], said)
+    return tool_call_reply(str(name), answer)
 
-        from bub_semantic_memory.testing._fake_openai import _completion
 
-        name = kwargs["tools"][0]["function"]["name"]
-        answer: dict[str, Any] = {}
-        if name == "Entities":
-            answer = {"entities": [{"name": "Mel", "type": "person"}]}
-        if name == "Facts":
-            self.facts_requests.append(kwargs)
-            said = {"statement": "", "kind": "event", "topic": "", "when": ""}
-            answer = dict.fromkeys(kwargs["tools"][0]["function"]["parameters"]["properties"], said)
-        return ChatCompletion.model_validate(_completion(tool_call_reply(name, answer), "c1", "m"))
+def facts_parameters(server: FakeOpenAIServer) -> list[dict[str, Any]]:
+    return [r.tool_parameters() or {} for r in server.requests if r.tool_schema_name() == "Facts"]
 
 
 async def test_a_facts_call_reads_at_most_its_limit_of_lines_and_the_next_call_the_rest(
-    monkeypatch: pytest.MonkeyPatch,
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("bub_semantic_memory.extraction._extractor.MAX_FACT_TURNS", 3)
-    said = "I finally signed up for the pottery class downtown, it starts next week."
-    entries = [
-        Entry(i, "message", {"role": "user", "content": f"sender_id=Mel|channel=c\n{said}"})
-        for i in range(8, 13)
-    ]
-    backend = FactsOnlyBackend()
-    ex = Extractor(ExtractorConfig(model="m", prompt="extract@18", retry=FAST), backend=backend)
-    [snapshot] = await ex.extract(
-        [*entries, Entry(13, "message", {"role": "user", "content": "Bye!"})], tape="t"
-    )
-    asked = [request["tools"][0]["function"]["parameters"] for request in backend.facts_requests]
+    fake_openai.responder = naming_mel_and_stating_nothing
+    async with extractor(fake_openai, prompt="extract@18") as ex:
+        [snapshot] = await ex.extract(
+            [*mel_says(range(8, 13)), Entry(13, "message", {"role": "user", "content": "Bye!"})], tape="t"
+        )
+    asked = facts_parameters(fake_openai)
     # padded to one width, the keys sort in transcript order (the local backend sorts them)
     assert [list(a["properties"]) for a in asked] == [
         ["08 Mel", "09 Mel", "10 Mel"],
@@ -1101,20 +1097,15 @@ async def test_a_facts_call_reads_at_most_its_limit_of_lines_and_the_next_call_t
 
 
 async def test_facts_calls_stop_where_the_windows_request_cap_would_not_cover_another_and_count_the_rest(
-    monkeypatch: pytest.MonkeyPatch,
+    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The cap bounds the whole window: facts calls that would pass it are not made, so the
     window keeps its entities instead of failing at the cap (and being asked again, whole)."""
     monkeypatch.setattr("bub_semantic_memory.extraction._extractor.MAX_FACT_TURNS", 1)
-    said = "I finally signed up for the pottery class downtown, it starts next week."
-    entries = [
-        Entry(i, "message", {"role": "user", "content": f"sender_id=Mel|channel=c\n{said}"})
-        for i in range(2, 7)
-    ]
-    backend = FactsOnlyBackend()
+    fake_openai.responder = naming_mel_and_stating_nothing
     policy = dataclasses.replace(FAST, reasks=0, max_requests=4)
-    ex = Extractor(ExtractorConfig(model="m", prompt="extract@18", retry=policy), backend=backend)
-    [snapshot] = await ex.extract(entries, tape="t")
-    assert len(backend.facts_requests) == 3  # the entities call, then three of the five lines
+    async with extractor(fake_openai, prompt="extract@18", retry=policy) as ex:
+        [snapshot] = await ex.extract(mel_says(range(2, 7)), tape="t")
+    assert len(facts_parameters(fake_openai)) == 3  # the entities call, then three of the five lines
     assert [e.name for e in snapshot.entities] == ["Mel"]
     assert "facts: 2 line(s) not read" in " ".join(snapshot.dropped)

@@ -111,6 +111,16 @@ class CallLedger:
     def remaining_s(self) -> float:
         return self.policy.deadline_s - (clock() - self.started)
 
+    def has_room_for(self, requests: int) -> bool:
+        """Whether the request cap and the deadline cover ``requests`` more requests (each given
+        its full timeout): a caller with optional requests stops short rather than fail the call
+        and lose what it found."""
+        policy = self.policy
+        return (
+            self.usage.requests + requests <= policy.max_requests
+            and self.remaining_s() > requests * policy.request_timeout_s
+        )
+
     def finish(self) -> Usage:
         """Usage with the call's wall time filled in."""
         self.usage.latency_s = round(clock() - self.started, 4)

@@ -466,9 +466,10 @@ class Extractor:
         )
         if model is None:
             return
-        scope = dataclasses.replace(call.scope, known={**call.scope.known, **found})
         messages = self._messages(call.window, call.listed, step=Step.RELATIONS, entities=call.entities)
-        linked = await self._ask_after_entities(Step.RELATIONS, model, messages, scope, call.ledger)
+        linked = await self._ask_after_entities(
+            Step.RELATIONS, model, messages, call.scope_knowing_found(), call.ledger
+        )
         call.relations = linked.resolved()[1] if linked is not None else []
         call.facts = linked.resolved_facts() if linked is not None else []
 
@@ -480,12 +481,9 @@ class Extractor:
         saying = _saying_something(call.window.lines.lines)
         if not names:
             return
-        found = {e.key: KnownEntity.of(e) for e in call.entities}
-        scope = dataclasses.replace(
-            call.scope, known={**call.scope.known, **found}, drop_unsupported_facts=True
-        )
+        scope = call.scope_knowing_found(drop_unsupported_facts=True)
         for start in range(0, len(saying), MAX_FACT_TURNS):
-            if not self._room_for_a_call(call.ledger):
+            if not call.ledger.has_room_for(1 + self.retry.reasks):
                 call.ledger.dropped.append(
                     f"facts: {len(saying) - start} line(s) not read: the window's request cap or "
                     "deadline would not cover another call"
@@ -502,16 +500,6 @@ class Extractor:
             stated = await self._ask_after_entities(Step.FACTS, model, messages, scope, call.ledger)
             if stated is not None:
                 call.facts += stated.resolved_facts()
-
-    def _room_for_a_call(self, ledger: CallLedger) -> bool:
-        """Whether the window's request cap and deadline cover one more call and its re-asks, so
-        that an optional step stops short rather than fail the window and lose what it found."""
-        policy = self.retry
-        calls = 1 + policy.reasks
-        return (
-            ledger.usage.requests + calls <= policy.max_requests
-            and ledger.remaining_s() > calls * policy.request_timeout_s
-        )
 
     async def _call_pairs(self, call: _WindowCall) -> None:
         """A relation or none for each pair of entities one new line names together that the
@@ -537,11 +525,12 @@ class Extractor:
         if not pairs:
             return
         model = build_pairs_model(self.prompt.ontology, tuple(pairs))
-        scope = dataclasses.replace(call.scope, known={**call.scope.known, **found})
         messages = self._messages(
             call.window, call.listed, step=Step.PAIRS, entities=call.entities, pairs=[p.key for p in pairs]
         )
-        linked = await self._ask_after_entities(Step.PAIRS, model, messages, scope, call.ledger)
+        linked = await self._ask_after_entities(
+            Step.PAIRS, model, messages, call.scope_knowing_found(), call.ledger
+        )
         if linked is None:
             return
         stated = {(r.source, r.type, r.target) for r in call.relations}
@@ -690,6 +679,12 @@ class _WindowCall:
     entities: list[Entity] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
+
+    def scope_knowing_found(self, **changes: Any) -> ValidationScope:
+        """The window's scope with the entities found so far known, so that a later step may
+        name them (and with ``changes``)."""
+        found = {e.key: KnownEntity.of(e) for e in self.entities}
+        return dataclasses.replace(self.scope, known={**self.scope.known, **found}, **changes)
 
 
 MAX_FACT_TURNS = 6

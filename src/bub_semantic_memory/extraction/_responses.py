@@ -80,6 +80,10 @@ MAX_WHEN = 40
 MAX_TOPIC = 24
 TOPIC_PATTERN = r"^([a-z][a-z ]{0,23})?$"
 NOT_AN_ENTITY = "none"
+_FactKind: Any = Literal[FACT_KINDS]
+_Topic = Annotated[str, Field(max_length=MAX_TOPIC, pattern=TOPIC_PATTERN)]
+_When = Annotated[str, Field(max_length=MAX_WHEN)]
+"""A fact's kind, topic and time as said, the same in every facts schema."""
 _EVIDENCE_HELP = "Turn numbers (the number in brackets) of the lines that state this."
 
 
@@ -314,12 +318,9 @@ def build_facts_field(
             Field(description="A short sentence, names not pronouns."),
         ),
         about=(_list_of(name), Field(min_length=1, max_length=MAX_ABOUT)),
-        kind=(_literal(list(FACT_KINDS)), ...),
-        topic=(Annotated[str, Field(max_length=MAX_TOPIC, pattern=TOPIC_PATTERN)], ...),
-        when=(
-            Annotated[str, Field(max_length=MAX_WHEN)],
-            Field(default="", description="As said, or empty."),
-        ),
+        kind=(_FactKind, ...),
+        topic=(_Topic, ...),
+        when=(_When, Field(default="", description="As said, or empty.")),
         evidence=_evidence_field(turns),
     )
     # The prompt says what each field means: every word here is billed again on every request.
@@ -392,9 +393,9 @@ def build_facts_model(
         "SaidInTurn",
         __config__=ConfigDict(json_schema_extra=_untitled),
         statement=(Annotated[str, Field(max_length=MAX_STATEMENT)], ...),
-        kind=(_literal(list(FACT_KINDS)), ...),
-        topic=(Annotated[str, Field(max_length=MAX_TOPIC, pattern=TOPIC_PATTERN)], ...),
-        when=(Annotated[str, Field(max_length=MAX_WHEN)], ...),
+        kind=(_FactKind, ...),
+        topic=(_Topic, ...),
+        when=(_When, ...),
     )
     # Zero-padded to one width, so that the keys sort in transcript order: the local backend
     # builds its grammar from the schema with its keys sorted ("13" before "5" muddled the lines).
