@@ -60,7 +60,7 @@ class Cut:
         answered: the conditions the embedded model answers, per split (``make replay`` fails
             when one of them has no committed answer).
         sample: the share of the questions the model answers (None: all of them), drawn by
-            :func:`answer_order`, so a larger share keeps every answer a smaller one cached.
+            :func:`sample_position`, so a larger share keeps every answer a smaller one cached.
             Context recall is scored on every question whatever the sample.
     """
 
@@ -91,16 +91,16 @@ class Cut:
         label = split if split == "test" else f"{split} (tuned on)"
         return label if self.sessions == SESSIONS else f"{label}, {self.described}"
 
-    def answers(self, conversation: str, question: str) -> bool:
-        """Whether the model answers ``question`` of ``conversation``: every question without a
-        :attr:`sample`, else those whose :func:`answer_order` falls in its first share."""
-        return self.sample is None or answer_order(conversation, question) < self.sample
+    def asks(self, conversation: str, question: str) -> bool:
+        """Whether the model is asked ``question`` of ``conversation``: every question without a
+        :attr:`sample`, else those whose :func:`sample_position` falls in its first share."""
+        return self.sample is None or sample_position(conversation, question) < self.sample
 
     def answered_part(self, report: QAReport) -> QAReport:
         """The questions of ``report`` the model answers (the report itself without a sample)."""
         if self.sample is None:
             return report
-        items = [item for item in report.items if self.answers(item.fixture, item.question)]
+        items = [item for item in report.items if self.asks(item.fixture, item.question)]
         return report.model_copy(update={"items": items})
 
     def answered_fixtures(self, fixtures: list[Fixture]) -> list[Fixture]:
@@ -110,11 +110,11 @@ class Cut:
         return [
             dataclasses.replace(f, gold=f.gold.model_copy(update={"questions": questions}))
             for f in fixtures
-            if (questions := [q for q in f.gold.questions if self.answers(f.id, q.question)])
+            if (questions := [q for q in f.gold.questions if self.asks(f.id, q.question)])
         ]
 
 
-def answer_order(conversation: str, question: str) -> float:
+def sample_position(conversation: str, question: str) -> float:
     """A question's place in [0, 1) in the order answer samples are drawn in: a hash of its
     conversation and text, so whether a question is drawn depends on nothing else (neither its
     category, nor the questions beside it, nor how many are read)."""
@@ -129,8 +129,8 @@ after the first, not a minute: questions about one conversation, asked in a row,
 evaluated prefix (the context comes before the question)."""
 WHOLE = Cut(None, SPLITS, {"test": ("none", "memory", "bm25", "tape-search"), "tune": ()}, sample=0.16)
 """The conversations extracted whole (the committed reports say which), every question scored
-without a model; on test, the model answers a sample of the questions under the conditions the
-goals compare (about 35 s a question for the four: all 791 would take nearly eight hours here).
+without a model; on test, the model answers a sample of the questions under none, memory, bm25
+and tape-search (about 35 s a question for the four: all 791 would take nearly eight hours here).
 ``memory-no-lines`` is answered on the first sessions only; ``full`` (about 25,000 tokens a
 question) does not fit the embedded model's 8,192."""
 CUTS = (FIRST_SESSIONS, WHOLE)
@@ -289,10 +289,11 @@ def _tables(split: str, report: QAReport, cut: Cut = FIRST_SESSIONS) -> list[Tab
     label = "test" if split == "test" else "tune, tuned on"
     label = label if cut.sessions == SESSIONS else f"{label}, {cut.described}"
     answered = cut.answered.get(split, ())
-    part = cut.answered_part(report) if answered else report
+    # a split the model does not answer has no answer columns, so no sample to speak of
+    sampled = cut.answered_part(report) if answered else report
     tokens = Table(
         f"LoCoMo {label}: tokens per question and answers ({_counts(report)}, {cut.described}"
-        f"{_answers_on(part, report)})",
+        f"{_answers_on(sampled, report)})",
         ["condition", "tokens / question", "answer accuracy (fixed rule)", "answer token F1"],
     )
     for condition in report.conditions:
@@ -300,15 +301,17 @@ def _tables(split: str, report: QAReport, cut: Cut = FIRST_SESSIONS) -> list[Tab
             [
                 f"`{condition}`",
                 f"{report.tokens(condition):,.0f}",
-                _accuracy(part, condition) if condition in answered else "–",
-                _mean(part, condition, "f1") if condition in answered else "–",
+                _accuracy(sampled, condition) if condition in answered else "–",
+                _mean(sampled, condition, "f1") if condition in answered else "–",
             ]
         )
     tables = [tokens]
-    recall = [table for table in source_category_tables(report) if not table[0].startswith("Answer")]
-    answers = [table for table in source_category_tables(part) if table[0].startswith("Answer")]
-    for title, header, rows in recall + answers:
-        if title.startswith("Answer"):  # the answered conditions only (a stray cached answer is no score)
+    every = source_category_tables(report)
+    answers = every if sampled is report else source_category_tables(sampled)
+    for title, header, rows in [t for t in every if not _of_answers(t[0])] + [
+        t for t in answers if _of_answers(t[0])
+    ]:
+        if _of_answers(title):  # the answered conditions only (a stray cached answer is no score)
             rows = [row for row in rows if row[0].removeprefix("memory − ") in answered]
             if not rows:
                 continue
@@ -316,11 +319,16 @@ def _tables(split: str, report: QAReport, cut: Cut = FIRST_SESSIONS) -> list[Tab
     return tables
 
 
-def _answers_on(part: QAReport, report: QAReport) -> str:
+def _of_answers(title: str) -> bool:
+    """Whether a table of :func:`source_category_tables` scores answers (not contexts)."""
+    return title.startswith("Answer")
+
+
+def _answers_on(sampled: QAReport, report: QAReport) -> str:
     """Which questions the answer columns score, when the model answered a sample of them."""
-    if len(part.items) == len(report.items):
+    if len(sampled.items) == len(report.items):
         return ""
-    return f"; answers on a fixed sample of {len(part.items)} of the {len(report.items)} questions"
+    return f"; answers on a fixed sample of {len(sampled.items)} of the {len(report.items)} questions"
 
 
 async def run(config: BenchConfig) -> Section:
@@ -332,7 +340,7 @@ async def run(config: BenchConfig) -> Section:
             f"`semantic-memory eval qa --locomo` over the {' and '.join(SPLITS)} conversations, first "
             f"{SESSIONS} sessions each, and the conversations whole as far as they are extracted "
             "(`evals/reports/locomo-<split>-whole-extract9/<conversation>`; the embedded model answers "
-            "a fixed sample of the test questions under the conditions the goals compare), "
+            "a fixed sample of the test questions), "
             f"at the plugin's budget ({MemoryPolicy().budget} tokens): memory is "
             f"the note the plugin's service renders from the committed extraction of {RUN} on the embedded "
             "model at the plugin's cadence (`evals/reports/locomo-<split>-s4-extract9`); answers are the "
@@ -347,7 +355,7 @@ async def run(config: BenchConfig) -> Section:
             "`gold-memory` neither: LoCoMo gives questions, not a gold memory"
         )
     section.notes.append(
-        f"Read whole, the embedded model answers a fixed {WHOLE.sample:.1%} of the test questions (drawn "
+        f"Read whole, the embedded model answers a fixed {WHOLE.sample:.0%} of the test questions (drawn "
         f"by a hash of each question) under {', '.join(WHOLE.answered['test'])}: about 35 s a question "
         "for the four on 2 cores, so all 791 would take nearly eight hours; `memory-no-lines` is "
         "answered on the first sessions only, and `full` (about 25,000 tokens a question) does not fit "

@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.common import Section
-from benchmarks.locomo import Cut, _answer_rows, _tables
+from benchmarks.locomo import Cut, _rows, _tables
 
 from bub_semantic_memory.evals import Fixture
 from bub_semantic_memory.evals._dataset import Gold, Question
 from bub_semantic_memory.evals.qa import QAItem, QAOutcome, QAReport
 
 PAIRS = [(f"conv-{n % 3}", f"What did speaker {n} do?") for n in range(300)]
+PINNED_AT_016 = 41
 
 
 def cut(sample: float | None) -> Cut:
@@ -20,7 +21,7 @@ def cut(sample: float | None) -> Cut:
 
 
 def drawn(sample: float | None, pairs: list[tuple[str, str]] = PAIRS) -> set[tuple[str, str]]:
-    return {pair for pair in pairs if cut(sample).answers(*pair)}
+    return {pair for pair in pairs if cut(sample).asks(*pair)}
 
 
 def item(conversation: str, question: str, *, answered: bool) -> QAItem:
@@ -56,9 +57,15 @@ def test_a_larger_share_keeps_every_question_of_a_smaller_one_and_none_means_all
     assert drawn(None) == set(PAIRS)
 
 
-def test_whether_a_question_is_drawn_depends_on_it_alone() -> None:
+def test_whether_a_question_is_drawn_depends_on_it_and_its_conversation_alone() -> None:
     assert drawn(0.3, PAIRS[:50]) == drawn(0.3) & set(PAIRS[:50])  # a quick run of one part
-    assert {conversation for conversation, _ in drawn(0.1)} == {"conv-0", "conv-1", "conv-2"}
+    same_text = [(f"conv-{n}", "What did Mel paint?") for n in range(40)]
+    assert 0 < len(drawn(0.5, same_text)) < 40  # the conversation is part of the draw
+
+
+def test_the_draw_is_pinned_as_the_committed_answers_were_cached() -> None:
+    """The committed sample is this draw: a change to the hash would leave its answers unread."""
+    assert len(drawn(0.16)) == PINNED_AT_016
 
 
 def test_the_model_is_asked_only_the_sampled_questions(tmp_path: Path) -> None:
@@ -68,8 +75,12 @@ def test_the_model_is_asked_only_the_sampled_questions(tmp_path: Path) -> None:
             path=tmp_path,
             gold=Gold(questions=[Question(question=q, answer="x") for c, q in PAIRS if c == conversation]),
         )
-        for conversation in ("conv-0", "conv-1", "conv-2", "conv-9")
+        for conversation in ("conv-0", "conv-1", "conv-2")
     ]
+    undrawn = "What did nobody 0 do?"  # the one question of conv-9, not drawn at 0.1
+    fixtures.append(
+        Fixture(id="conv-9", path=tmp_path, gold=Gold(questions=[Question(question=undrawn, answer="x")]))
+    )
 
     kept = cut(0.1).answered_fixtures(fixtures)
 
@@ -103,22 +114,23 @@ def test_recall_is_scored_on_every_question_and_answers_on_the_sample_alone() ->
     assert tokens.rows[0][2].startswith(f"1.000 ({n}/{n})")
 
 
+def missing_answers(report: QAReport) -> str:
+    """What the section's replay check says of ``report`` under a 10% sample."""
+    section = Section(10, "LoCoMo")
+    _rows(section, "test", report, cut(0.1))
+    return next(row for row in section.rows if "no cached answer" in row.metric).value
+
+
 def test_the_replay_check_counts_missing_answers_in_the_sample_alone() -> None:
     chosen = drawn(0.1)
     items = [item(c, q, answered=(c, q) in chosen) for c, q in PAIRS]
     report = QAReport(budget=800, conditions=["memory", "bm25"], replayed=True, items=items)
-    section = Section(10, "LoCoMo")
 
-    _answer_rows(section, "test", cut(0.1).answered_part(report), ("memory", "bm25"), held=False)
-    missing = next(row for row in section.rows if "no cached answer" in row.metric)
-    assert missing.value == "0"
+    assert missing_answers(report) == "0"
 
     first = next(n for n, pair in enumerate(PAIRS) if pair in chosen)
     report.items[first] = item(*PAIRS[first], answered=False)
-    section = Section(10, "LoCoMo")
-    _answer_rows(section, "test", cut(0.1).answered_part(report), ("memory", "bm25"), held=False)
-    missing = next(row for row in section.rows if "no cached answer" in row.metric)
-    assert missing.value == "2"
+    assert missing_answers(report) == "2"
 
 
 def test_a_split_the_model_does_not_answer_says_nothing_of_a_sample() -> None:
