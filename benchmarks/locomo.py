@@ -38,7 +38,7 @@ from bub_semantic_memory.evals.qa import (
     memory_from_report,
     run_qa,
 )
-from bub_semantic_memory.evals.reports import source_category_tables
+from bub_semantic_memory.evals.reports import ANSWER_SCORES, CONTEXT_SCORES, source_category_tables
 from bub_semantic_memory.extraction import PromptLibrary
 
 SESSIONS = 4
@@ -306,22 +306,14 @@ def _tables(split: str, report: QAReport, cut: Cut = FIRST_SESSIONS) -> list[Tab
             ]
         )
     tables = [tokens]
-    every = source_category_tables(report)
-    answers = every if sampled is report else source_category_tables(sampled)
-    for title, header, rows in [t for t in every if not _of_answers(t[0])] + [
-        t for t in answers if _of_answers(t[0])
-    ]:
-        if _of_answers(title):  # the answered conditions only (a stray cached answer is no score)
-            rows = [row for row in rows if row[0].removeprefix("memory − ") in answered]
-            if not rows:
-                continue
+    for title, header, rows in source_category_tables(report, CONTEXT_SCORES):
         tables.append(Table(f"LoCoMo {label}: {title.lower()}, by LoCoMo's category", header, list(rows)))
+    for title, header, rows in source_category_tables(sampled, ANSWER_SCORES):
+        # the answered conditions only (a stray cached answer is no score)
+        rows = [row for row in rows if row[0].removeprefix("memory − ") in answered]
+        if rows:
+            tables.append(Table(f"LoCoMo {label}: {title.lower()}, by LoCoMo's category", header, list(rows)))
     return tables
-
-
-def _of_answers(title: str) -> bool:
-    """Whether a table of :func:`source_category_tables` scores answers (not contexts)."""
-    return title.startswith("Answer")
 
 
 def _answers_on(sampled: QAReport, report: QAReport) -> str:

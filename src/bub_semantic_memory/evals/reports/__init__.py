@@ -28,10 +28,18 @@ from bub_semantic_memory.evals.reports._files import write_report_files
 from bub_semantic_memory.evals.reports._format import UNDEFINED
 from bub_semantic_memory.evals.reports._html import to_html
 from bub_semantic_memory.evals.reports._markdown import to_markdown
-from bub_semantic_memory.evals.reports._qa import qa_columns, source_category_tables, write_qa_report
+from bub_semantic_memory.evals.reports._qa import (
+    ANSWER_SCORES,
+    CONTEXT_SCORES,
+    qa_columns,
+    source_category_tables,
+    write_qa_report,
+)
 from bub_semantic_memory.evals.reports._terminal import comparison_table, fixture_table, summary_table
 
 __all__ = [
+    "ANSWER_SCORES",
+    "CONTEXT_SCORES",
     "UNDEFINED",
     "comparison_table",
     "fixture_table",

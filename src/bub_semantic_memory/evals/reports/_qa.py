@@ -13,7 +13,7 @@ report made before they existed reads as it did.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from bub_semantic_memory.evals.qa._report import LONG, NO_ENTITY, Mean, QAReport, Rate
@@ -21,6 +21,8 @@ from bub_semantic_memory.evals.reports._charts import BarRow, Chart, bar_panels,
 from bub_semantic_memory.evals.reports._html import template_environment
 
 __all__ = [
+    "ANSWER_SCORES",
+    "CONTEXT_SCORES",
     "conditions_table",
     "qa_columns",
     "source_category_tables",
@@ -147,21 +149,28 @@ _SOURCE_SCORES = (
     ("accuracy", "Answer accuracy (the fixed rule)"),
     ("f1", "Answer token F1 (LoCoMo's)"),
 )
+CONTEXT_SCORES = ("word_recall", "recall")
+"""The scores of what a context holds (every question has them, no model needed)."""
+ANSWER_SCORES = ("accuracy", "f1")
+"""The scores of a model's answers."""
 _SEARCH_BASELINES = ("bm25", "tape-search")
 
 
-def source_category_tables(report: QAReport) -> list[tuple[str, list[str], list[list[str]]]]:
-    """Per score, a table by the dataset's own categories (empty without them): a row per condition,
-    a column per category with the mean and its 95% interval; then memory minus each search
-    baseline, paired. Categories answered by nothing (an adversarial question's recall) read "–"."""
+def source_category_tables(
+    report: QAReport, scores: Collection[str] = (*CONTEXT_SCORES, *ANSWER_SCORES)
+) -> list[tuple[str, list[str], list[list[str]]]]:
+    """Per score (of ``scores``), a table by the dataset's own categories (empty without them): a
+    row per condition, a column per category with the mean and its 95% interval; then memory minus
+    each search baseline, paired. Categories answered by nothing (an adversarial question's recall)
+    read "–"."""
     sources = report.source_categories()
     if not sources:
         return []
     tables = []
     for metric, title in _SOURCE_SCORES:
-        if not _has(report, metric):
+        if metric not in scores or not _has(report, metric):
             continue
-        header = ["condition", "all (1-4)" if metric != "accuracy" and metric != "f1" else "all", *sources]
+        header = ["condition", "all" if metric in ANSWER_SCORES else "all (1-4)", *sources]
         rows = [
             [condition, _mean(report.mean(condition, metric), interval=True)]
             + [_mean(report.mean(condition, metric, source), interval=True) for source in sources]
